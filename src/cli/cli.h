@@ -1,0 +1,16 @@
+/* cli/cli.h — the evolve command's subcommands. Each lives in its own src/cli/<name>.c, takes
+ * argv after the subcommand name (argv[0] is the subcommand) and returns the process exit code. */
+#ifndef EVOLVE_CLI_H
+#define EVOLVE_CLI_H
+
+struct cli_command {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv);
+};
+
+/* Prints "evolve <cmd>: <message>" on stderr, the message from evolve_error_last() when
+ * `fmt` is NULL. Returns 1 for use as an exit code. */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,239 @@
+/* harness.c — the parser object every agent shares, and helpers for building events and commands.
+ * Owns: blank-line skipping and line numbering (as the reference's run loop), the event envelope,
+ * `unknown`/`error` updates, and hns_command memory. Does not own: any agent's wire format.
+ * Threads: a parser belongs to one thread at a time. */
+#include "harness/harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+int hns_parser_new(struct hns_parser **out, const char *agent_name, hns_emit_fn emit,
+                   void *payload)
+{
+    const struct hns_agent *agent = hns_agent_find(agent_name);
+    struct hns_parser *p;
+    int rc;
+
+    if (!agent) {
+        char known[256] = "";
+        const struct hns_agent *const *a;
+        size_t n = 0;
+
+        for (a = hns_agent_list(); *a; a++) {
+            int w = snprintf(known + n, sizeof(known) - n, "%s%s", n ? ", " : "", (*a)->name);
+            if (w < 0 || (size_t)w >= sizeof(known) - n)
+                break;
+            n += (size_t)w;
+        }
+        return core_error_set(EVOLVE_ENOTFOUND, "unknown agent \"%s\" (known: %s)",
+                              agent_name ? agent_name : "(null)", known);
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        return core_error_oom();
+    p->agent = agent;
+    p->emit = emit;
+    p->payload = payload;
+    if (agent->state_new) {
+        rc = agent->state_new(&p->state);
+        if (rc < 0) {
+            free(p);
+            return rc;
+        }
+    }
+    *out = p;
+    return 0;
+}
+
+static int is_blank(const char *s, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n' && s[i] != '\v' &&
+            s[i] != '\f')
+            return 0;
+    return 1;
+}
+
+int hns_parser_feed(struct hns_parser *p, const char *line, size_t len)
+{
+    p->line_no++;
+    if (is_blank(line, len))
+        return 0;
+    return p->agent->parse_line(p, line, len);
+}
+
+int hns_parser_finish(struct hns_parser *p)
+{
+    return p->agent->finish ? p->agent->finish(p) : 0;
+}
+
+void hns_parser_free(struct hns_parser *p)
+{
+    if (!p)
+        return;
+    if (p->agent->state_free)
+        p->agent->state_free(p->state);
+    free(p);
+}
+
+int hns_emit(struct hns_parser *p, json_t *event)
+{
+    const char *name;
+    evolve_update_type_t type;
+
+    if (!event)
+        return core_error_oom();
+    name = json_string_value(json_object_get(json_object_get(event, "update"), "sessionUpdate"));
+    type = evolve_update_type_from_name(name);
+    if (type == EVOLVE_UPDATE_TYPE_COUNT)
+        type = EVOLVE_UPDATE_UNKNOWN;
+    p->emit(p->payload, type, event);
+    return 0;
+}
+
+json_t *hns_event_new(const char *session_id, json_t *update)
+{
+    json_t *ev;
+
+    if (!update)
+        return NULL;
+    ev = json_object();
+    if (!ev) {
+        json_decref(update);
+        return NULL;
+    }
+    if (session_id && json_object_set_new(ev, "sessionId", json_string(session_id)) < 0)
+        goto fail;
+    if (json_object_set_new(ev, "update", update) < 0) {
+        json_decref(ev);
+        return NULL;
+    }
+    return ev;
+fail:
+    json_decref(update);
+    json_decref(ev);
+    return NULL;
+}
+
+int hns_emit_unknown(struct hns_parser *p, const char *line, size_t len, const char *reason)
+{
+    json_t *u = json_object();
+
+    if (!u)
+        return core_error_oom();
+    if (json_object_set_new(u, "sessionUpdate", json_string("unknown")) < 0 ||
+        json_object_set_new(u, "raw", json_stringn_nocheck(line, len)) < 0 ||
+        json_object_set_new(u, "reason", json_string(reason)) < 0) {
+        json_decref(u);
+        return core_error_oom();
+    }
+    return hns_emit(p, hns_event_new(NULL, u));
+}
+
+int hns_emit_error(struct hns_parser *p, const char *session_id, const char *message, bool fatal)
+{
+    json_t *u = json_pack("{s:s, s:s, s:b}", "sessionUpdate", "error", "message",
+                          message ? message : "", "fatal", fatal);
+
+    return hns_emit(p, hns_event_new(session_id, u));
+}
+
+static int grow(void *arrp, size_t *count, size_t elem, size_t extra)
+{
+    void **arr = arrp;
+    void *n = realloc(*arr, (*count + extra) * elem);
+
+    if (!n)
+        return core_error_oom();
+    *arr = n;
+    return 0;
+}
+
+static size_t vec_len(char **v)
+{
+    size_t n = 0;
+
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+static int vec_push(char ***v, char *s)
+{
+    size_t n = vec_len(*v);
+    size_t cap = n;
+
+    if (!s)
+        return core_error_oom();
+    if (grow(v, &cap, sizeof(char *), 2) < 0) {
+        free(s);
+        return EVOLVE_ENOMEM;
+    }
+    (*v)[n] = s;
+    (*v)[n + 1] = NULL;
+    return 0;
+}
+
+int hns_command_arg(struct hns_command *cmd, const char *arg)
+{
+    return vec_push(&cmd->argv, strdup(arg));
+}
+
+int hns_command_env(struct hns_command *cmd, const char *name, const char *value)
+{
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *s = malloc(n);
+
+    if (!s)
+        return core_error_oom();
+    snprintf(s, n, "%s=%s", name, value);
+    return vec_push(&cmd->env, s);
+}
+
+int hns_command_file(struct hns_command *cmd, const char *path, const char *content, mode_t mode)
+{
+    struct hns_file *f;
+    size_t len = strlen(content);
+
+    if (grow(&cmd->files, &cmd->files_count, sizeof(*f), 1) < 0)
+        return EVOLVE_ENOMEM;
+    f = &cmd->files[cmd->files_count];
+    f->path = strdup(path);
+    f->content = malloc(len + 1);
+    if (!f->path || !f->content) {
+        free(f->path);
+        free(f->content);
+        return core_error_oom();
+    }
+    memcpy(f->content, content, len + 1);
+    f->len = len;
+    f->mode = mode;
+    cmd->files_count++;
+    return 0;
+}
+
+void hns_command_dispose(struct hns_command *cmd)
+{
+    size_t i;
+
+    if (!cmd)
+        return;
+    for (i = 0; cmd->argv && cmd->argv[i]; i++)
+        free(cmd->argv[i]);
+    free(cmd->argv);
+    for (i = 0; cmd->env && cmd->env[i]; i++)
+        free(cmd->env[i]);
+    free(cmd->env);
+    for (i = 0; i < cmd->files_count; i++) {
+        free(cmd->files[i].path);
+        free(cmd->files[i].content);
+    }
+    free(cmd->files);
+    free(cmd->stdin_data);
+    memset(cmd, 0, sizeof(*cmd));
+}

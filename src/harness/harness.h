@@ -1,0 +1,129 @@
+/* harness/harness.h — the agent harnesses: per agent, the command line it runs with and the
+ * incremental parser of its output stream into OutputEvents (DESIGN.md §4-5).
+ * Ownership: a parser is the caller's (hns_parser_new/_free); every event handed to the emit
+ * callback is a new json_t reference the callback owns. A command built by an agent is the
+ * caller's, released with hns_command_dispose(). Agent descriptors are static and never freed.
+ * Threads: a parser is used by one thread at a time (the sandbox actor running it); descriptors
+ * and the registry are read-only and safe from any thread. */
+#ifndef EVOLVE_HARNESS_H
+#define EVOLVE_HARNESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "evolve/event.h"
+
+struct hns_parser;
+
+/* Receives one OutputEvent object ({sessionId?, update, timestamp?, model?, messageId?,
+ * parentToolCallId?, extra?}); the callee owns the reference. `type` is update.sessionUpdate. */
+typedef void (*hns_emit_fn)(void *payload, evolve_update_type_t type, json_t *event);
+
+/* What a command builder needs to know about one run. Strings are borrowed for the call. */
+struct hns_run_spec {
+    const char *prompt;        /* the user's prompt, verbatim (never shell-escaped) */
+    const char *model;         /* NULL: the agent's default */
+    const char *api_key;       /* key for the model endpoint (agent-specific env var) */
+    const char *base_url;      /* model endpoint base URL; NULL: the vendor's */
+    const char *home;          /* the agent's HOME, e.g. "/home/user" */
+    const char *workdir;       /* the run's cwd, e.g. "/home/user/workspace" */
+    const char *session_id;    /* a known agent session id for resume (droid); may be NULL */
+    const char *reasoning;     /* reasoning effort / variant; NULL: default */
+    bool resume;               /* continue the previous conversation (spec §2.3) */
+    bool offline;              /* add the settings that keep a CLI from calling home */
+};
+
+/* A file the builder wants written (relative to the agent's HOME) before the process starts. */
+struct hns_file {
+    char *path;    /* relative to home, e.g. ".codex/config.toml" */
+    char *content; /* malloc'd bytes */
+    size_t len;
+    mode_t mode;   /* 0600 for credentials, 0644 otherwise */
+};
+
+/* The process to run. All arrays and strings are malloc'd and owned by the command. */
+struct hns_command {
+    char **argv;              /* NULL-terminated; argv[0] is the program name (PATH lookup) */
+    char **env;               /* NULL-terminated "NAME=value" entries added to the base env */
+    struct hns_file *files;   /* config files to write first */
+    size_t files_count;
+    char *stdin_data;         /* bytes to write on the child's stdin, then close it; may be NULL */
+    size_t stdin_len;
+};
+
+/* One agent. Exactly one static const descriptor per src/harness/<agent>.c, listed in
+ * registry.c. */
+struct hns_agent {
+    const char *name;              /* "claude" */
+    const char *instruction_file;  /* read by the agent from its cwd: "CLAUDE.md" */
+    const char *const *state_dirs; /* dirs under HOME checkpointed with the workspace, NULL-ended */
+    const char *default_model;     /* used when the run names none; may be NULL */
+    const char *api_key_env;       /* env var the CLI reads its key from, e.g. ANTHROPIC_API_KEY */
+    const char *base_url_env;      /* env var for the endpoint, e.g. ANTHROPIC_BASE_URL */
+    /* Per-run parser state. state_new may leave *out NULL for stateless parsers. */
+    int (*state_new)(void **out);
+    void (*state_free)(void *state);
+    /* Parses one line (no LF; may carry a trailing CR or spaces), emitting 0..n events through
+     * hns_emit(). Returns 0, or EVOLVE_ENOMEM. Never fails on bad input: that becomes an
+     * `unknown` event. */
+    int (*parse_line)(struct hns_parser *p, const char *line, size_t len);
+    /* Called once after the last line (end of stream); may emit pending events. May be NULL. */
+    int (*finish)(struct hns_parser *p);
+    /* Builds argv/env/files for one run. Returns 0 or EVOLVE_EINVAL/EVOLVE_ENOMEM. */
+    int (*build_command)(struct hns_command *out, const struct hns_run_spec *spec);
+};
+
+struct hns_parser {
+    const struct hns_agent *agent;
+    hns_emit_fn emit;
+    void *payload;
+    uint64_t line_no; /* 1-based number of the line being parsed, counting blank lines */
+    void *state;      /* the agent's */
+};
+
+/* The agent named `name`, or NULL. */
+const struct hns_agent *hns_agent_find(const char *name);
+
+/* All agents, NULL-terminated, in a stable order. */
+const struct hns_agent *const *hns_agent_list(void);
+
+/* Creates a parser for `agent_name` delivering events to emit(payload, ...).
+ * Returns 0, EVOLVE_ENOTFOUND (unknown agent, message lists the known ones) or EVOLVE_ENOMEM. */
+int hns_parser_new(struct hns_parser **out, const char *agent_name, hns_emit_fn emit,
+                   void *payload);
+
+/* Feeds one line (without its LF). Blank or whitespace-only lines are counted and skipped, as the
+ * reference's run loop does. Returns 0 or EVOLVE_ENOMEM. */
+int hns_parser_feed(struct hns_parser *p, const char *line, size_t len);
+
+/* Signals end of stream (calls the agent's finish). Returns 0 or EVOLVE_ENOMEM. */
+int hns_parser_finish(struct hns_parser *p);
+
+/* Releases the parser. NULL is a no-op. */
+void hns_parser_free(struct hns_parser *p);
+
+/* ---- helpers for agent implementations ---------------------------------------------------- */
+
+/* Emits `event` (stolen) whose update is `update` (its sessionUpdate decides the type). Returns 0,
+ * or EVOLVE_ENOMEM when event is NULL (a failed jansson build). */
+int hns_emit(struct hns_parser *p, json_t *event);
+
+/* Builds {sessionId?, update} stealing `update`; NULL only on OOM. */
+json_t *hns_event_new(const char *session_id, json_t *update);
+
+/* Emits an `unknown` update {sessionUpdate:"unknown", raw:<line verbatim>, reason}. */
+int hns_emit_unknown(struct hns_parser *p, const char *line, size_t len, const char *reason);
+
+/* Emits an `error` update {sessionUpdate:"error", message, fatal} with an optional sessionId. */
+int hns_emit_error(struct hns_parser *p, const char *session_id, const char *message, bool fatal);
+
+/* hns_command helpers: append a copy of `arg`/"NAME=value"/a file; 0 or EVOLVE_ENOMEM. */
+int hns_command_arg(struct hns_command *cmd, const char *arg);
+int hns_command_env(struct hns_command *cmd, const char *name, const char *value);
+int hns_command_file(struct hns_command *cmd, const char *path, const char *content, mode_t mode);
+void hns_command_dispose(struct hns_command *cmd);
+
+#endif
