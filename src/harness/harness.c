@@ -4,6 +4,7 @@
  * Threads: a parser belongs to one thread at a time. */
 #include "harness/harness.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,4 +237,187 @@ void hns_command_dispose(struct hns_command *cmd)
     free(cmd->files);
     free(cmd->stdin_data);
     memset(cmd, 0, sizeof(*cmd));
+}
+
+bool hns_js_truthy(const json_t *v)
+{
+    if (!v)
+        return false;
+    switch (json_typeof(v)) {
+    case JSON_NULL:
+    case JSON_FALSE:
+        return false;
+    case JSON_STRING:
+        return json_string_length(v) > 0;
+    case JSON_INTEGER:
+        return json_integer_value(v) != 0;
+    case JSON_REAL:
+        return json_real_value(v) != 0.0 && !isnan(json_real_value(v));
+    default:
+        return true;
+    }
+}
+
+char *hns_js_number(double d, char *buf, size_t size)
+{
+    char tmp[40], *e;
+    int prec, exp10;
+
+    if (isnan(d)) {
+        snprintf(buf, size, "NaN");
+        return buf;
+    }
+    if (isinf(d)) {
+        snprintf(buf, size, d < 0 ? "-Infinity" : "Infinity");
+        return buf;
+    }
+    if (d == 0) {
+        snprintf(buf, size, "0");
+        return buf;
+    }
+    /* The shortest precision that reads back to the same double: what JS prints. */
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
+        if (strtod(tmp, NULL) == d)
+            break;
+    }
+    /* tmp = [-]D[.DDD]e[+-]XX; JS uses plain notation for 1e-7 < |d| < 1e21. */
+    e = strchr(tmp, 'e');
+    exp10 = (int)strtol(e + 1, NULL, 10);
+    if (exp10 >= -7 && exp10 < 21) {
+        char digits[24];
+        size_t nd = 0, i;
+        const char *q;
+        size_t w = 0;
+        int neg = tmp[0] == '-', point;
+
+        for (q = tmp + neg; q < e; q++)
+            if (*q != '.')
+                digits[nd++] = *q;
+        point = exp10 + 1; /* digits before the decimal point */
+        if (neg)
+            w += (size_t)snprintf(buf + w, size - w, "-");
+        if (point <= 0) {
+            w += (size_t)snprintf(buf + w, size - w, "0.");
+            for (i = 0; i < (size_t)-point && w < size; i++)
+                w += (size_t)snprintf(buf + w, size - w, "0");
+            for (i = 0; i < nd && w < size; i++)
+                w += (size_t)snprintf(buf + w, size - w, "%c", digits[i]);
+        } else {
+            for (i = 0; i < (size_t)point && w < size; i++)
+                w += (size_t)snprintf(buf + w, size - w, "%c", i < nd ? digits[i] : '0');
+            if ((size_t)point < nd && w < size) {
+                w += (size_t)snprintf(buf + w, size - w, ".");
+                for (i = (size_t)point; i < nd && w < size; i++)
+                    w += (size_t)snprintf(buf + w, size - w, "%c", digits[i]);
+            }
+        }
+        return buf;
+    }
+    /* exponent form: mantissa without trailing zeros, "e+21" / "e-7" */
+    *e = '\0';
+    snprintf(buf, size, "%s%se%s%d", tmp, "", exp10 > 0 ? "+" : "", exp10);
+    return buf;
+}
+
+static char *dup_str(const char *s)
+{
+    char *d = strdup(s);
+
+    if (!d)
+        core_error_oom();
+    return d;
+}
+
+char *hns_js_string(const json_t *v)
+{
+    char num[40];
+
+    if (!v)
+        return dup_str("undefined");
+    switch (json_typeof(v)) {
+    case JSON_STRING: {
+        size_t n = json_string_length(v);
+        char *d = malloc(n + 1);
+
+        if (!d) {
+            core_error_oom();
+            return NULL;
+        }
+        memcpy(d, json_string_value(v), n);
+        d[n] = '\0';
+        return d;
+    }
+    case JSON_INTEGER:
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return dup_str(num);
+    case JSON_REAL:
+        return dup_str(hns_js_number(json_real_value(v), num, sizeof(num)));
+    case JSON_TRUE:
+        return dup_str("true");
+    case JSON_FALSE:
+        return dup_str("false");
+    case JSON_NULL:
+        return dup_str("null");
+    case JSON_OBJECT:
+        return dup_str("[object Object]");
+    case JSON_ARRAY: {
+        size_t i, len = 0, cap = 64;
+        char *out = malloc(cap);
+
+        if (!out) {
+            core_error_oom();
+            return NULL;
+        }
+        out[0] = '\0';
+        for (i = 0; i < json_array_size(v); i++) {
+            const json_t *el = json_array_get(v, i);
+            char *part = (el && !json_is_null(el)) ? hns_js_string(el) : dup_str("");
+            size_t pl;
+
+            if (!part) {
+                free(out);
+                return NULL;
+            }
+            pl = strlen(part);
+            if (len + pl + 2 > cap) {
+                char *n;
+
+                cap = (len + pl + 2) * 2;
+                n = realloc(out, cap);
+                if (!n) {
+                    free(part);
+                    free(out);
+                    core_error_oom();
+                    return NULL;
+                }
+                out = n;
+            }
+            if (i > 0)
+                out[len++] = ',';
+            memcpy(out + len, part, pl);
+            len += pl;
+            out[len] = '\0';
+            free(part);
+        }
+        return out;
+    }
+    }
+    return dup_str("undefined");
+}
+
+char *hns_fence(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(n + 9);
+
+    if (!out) {
+        core_error_oom();
+        return NULL;
+    }
+    memcpy(out, "```\n", 4);
+    memcpy(out + 4, s, n);
+    memcpy(out + 4 + n, "\n```", 5);
+    out[n + 8] = '\0';
+    return out;
 }

@@ -120,6 +120,27 @@ int hns_emit_unknown(struct hns_parser *p, const char *line, size_t len, const c
 /* Emits an `error` update {sessionUpdate:"error", message, fatal} with an optional sessionId. */
 int hns_emit_error(struct hns_parser *p, const char *session_id, const char *message, bool fatal);
 
+/* ---- JavaScript value semantics the reference's parsers rely on (spec harness-wire §1.6) ---- */
+
+/* JS truthiness: false for NULL (absent), null, false, 0, -0, NaN and "". */
+bool hns_js_truthy(const json_t *v);
+
+/* JS Number -> string in shortest round-trip form ("1", "0.1", "1e+21", "-0" prints "0").
+ * Writes at most `size` bytes (size >= 32 is always enough) and returns `buf`. */
+char *hns_js_number(double d, char *buf, size_t size);
+
+/* JS String(v): strings verbatim, numbers as hns_js_number, true/false, null -> "null",
+ * NULL (absent) -> "undefined", arrays joined with "," (null/absent elements empty),
+ * objects -> "[object Object]". malloc'd; NULL only on OOM. */
+char *hns_js_string(const json_t *v);
+
+/* JSON.stringify(v), compact, JS-compatible escaping and numbers (implemented in jsstringify.c).
+ * malloc'd; NULL only on OOM. */
+char *hns_js_stringify(const json_t *v);
+
+/* "```\n" + s + "\n```": the fence used for tool error output. malloc'd; NULL only on OOM. */
+char *hns_fence(const char *s);
+
 /* hns_command helpers: append a copy of `arg`/"NAME=value"/a file; 0 or EVOLVE_ENOMEM. */
 int hns_command_arg(struct hns_command *cmd, const char *arg);
 int hns_command_env(struct hns_command *cmd, const char *name, const char *value);
