@@ -281,10 +281,10 @@ char *hns_js_number(double d, char *buf, size_t size)
         if (strtod(tmp, NULL) == d)
             break;
     }
-    /* tmp = [-]D[.DDD]e[+-]XX; JS uses plain notation for 1e-7 < |d| < 1e21. */
+    /* tmp = [-]D[.DDD]e[+-]XX; JS uses plain notation for 1e-6 <= abs(d) < 1e21. */
     e = strchr(tmp, 'e');
     exp10 = (int)strtol(e + 1, NULL, 10);
-    if (exp10 >= -7 && exp10 < 21) {
+    if (exp10 >= -6 && exp10 < 21) {
         char digits[24];
         size_t nd = 0, i;
         const char *q;
