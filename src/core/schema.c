@@ -210,7 +210,8 @@ static int check_pattern(struct vctx *c, const char *pattern, const char *text)
     regex_t re;
     int rc;
 
-    if (regex_translate(pattern, ere, sizeof(ere)) < 0 || regcomp(&re, ere, REG_EXTENDED | REG_NOSUB))
+    if (regex_translate(pattern, ere, sizeof(ere)) < 0 ||
+        regcomp(&re, ere, REG_EXTENDED | REG_NOSUB))
         return core_error_set(EVOLVE_EINVAL, "schema: invalid pattern \"%s\"", pattern);
     rc = regexec(&re, text, 0, NULL, 0);
     regfree(&re);
@@ -289,8 +290,8 @@ static int check_object(struct vctx *c, const json_t *s, const json_t *v)
         return fail(c, "object has %zu properties, fewer than minProperties %g",
                     json_object_size(v), json_number_value(x));
     if ((x = json_object_get(s, "maxProperties")) && json_object_size(v) > json_number_value(x))
-        return fail(c, "object has %zu properties, more than maxProperties %g",
-                    json_object_size(v), json_number_value(x));
+        return fail(c, "object has %zu properties, more than maxProperties %g", json_object_size(v),
+                    json_number_value(x));
     json_object_foreach((json_t *)v, key, val)
     {
         const json_t *ps = props ? json_object_get(props, key) : NULL;

@@ -1,4 +1,5 @@
-/* JSON Schema validation of structured output: each keyword both ways, messages name the pointer. */
+/* JSON Schema validation of structured output: each keyword both ways, messages name the pointer.
+ */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -10,7 +11,8 @@ TestSuite(core_schema, .timeout = 10);
 static int check(const char *schema, const char *value)
 {
     json_error_t e;
-    json_t *s = json_loads(schema, JSON_DECODE_ANY, &e), *v = json_loads(value, JSON_DECODE_ANY, &e);
+    json_t *s = json_loads(schema, JSON_DECODE_ANY, &e),
+           *v = json_loads(value, JSON_DECODE_ANY, &e);
     int rc;
 
     cr_assert_not_null(s, "bad test schema %s", schema);
@@ -30,8 +32,8 @@ static void pass(const char *schema, const char *value)
 static void reject(const char *schema, const char *value, const char *fragment)
 {
     cr_assert_eq(check(schema, value), EVOLVE_EINVAL, "%s should reject %s", schema, value);
-    cr_assert_not_null(strstr(evolve_error_last()->message, fragment), "message \"%s\" lacks \"%s\"",
-                       evolve_error_last()->message, fragment);
+    cr_assert_not_null(strstr(evolve_error_last()->message, fragment),
+                       "message \"%s\" lacks \"%s\"", evolve_error_last()->message, fragment);
 }
 
 Test(core_schema, types)
@@ -65,8 +67,10 @@ Test(core_schema, arrays)
     reject("{\"items\":{\"type\":\"integer\"}}", "[1,\"x\"]", "/1: expected integer");
     reject("{\"minItems\":1}", "[]", "fewer than minItems");
     reject("{\"maxItems\":1}", "[1,2]", "more than maxItems");
-    pass("{\"prefixItems\":[{\"type\":\"string\"}],\"items\":{\"type\":\"integer\"}}", "[\"a\",1,2]");
-    reject("{\"prefixItems\":[{\"type\":\"string\"}],\"items\":false}", "[\"a\",1]", "/1: no value");
+    pass("{\"prefixItems\":[{\"type\":\"string\"}],\"items\":{\"type\":\"integer\"}}",
+         "[\"a\",1,2]");
+    reject("{\"prefixItems\":[{\"type\":\"string\"}],\"items\":false}", "[\"a\",1]",
+           "/1: no value");
     reject("{\"uniqueItems\":true}", "[1,{\"a\":1},1.0]", "items 0 and 2 are equal");
     pass("{\"uniqueItems\":true}", "[1,\"1\",[1]]");
 }
