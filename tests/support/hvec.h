@@ -1,0 +1,26 @@
+/* hvec.h — runs a whole vector file against a parser, with the deliberate differences from the
+ * reference stated per case (DESIGN §10): which of our added update types to skip, or a
+ * replacement expectation (JSON text) with the reason. */
+#ifndef EVOLVE_TEST_HVEC_H
+#define EVOLVE_TEST_HVEC_H
+
+#include <stddef.h>
+
+struct hvec_diff {
+    const char *name;   /* case name */
+    unsigned ignore;    /* VEC_IGNORE_* of our events skipped before matching */
+    const char *expect; /* NULL, or the JSON array expected instead of the case's `expect` */
+    const char *why;    /* the deliberate difference, in words */
+};
+
+/* Checks every case of tests/data/vectors/<rel> with parser `agent`; a case named in `diffs`
+ * (terminated by a NULL name) uses its ignore/expect. Fails the current Criterion test with the
+ * case name and reason on the first mismatch. Returns the number of cases checked. */
+size_t hvec_check_file(const char *agent, const char *rel, const struct hvec_diff *diffs);
+
+/* As hvec_check_file, with `all` (VEC_IGNORE_*) skipped in every case for the reason `why`
+ * (e.g. claude's call usage on every assistant line), in addition to each case's own. */
+size_t hvec_check_file_all(const char *agent, const char *rel, unsigned all, const char *why,
+                           const struct hvec_diff *diffs);
+
+#endif
