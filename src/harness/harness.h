@@ -24,16 +24,16 @@ typedef void (*hns_emit_fn)(void *payload, evolve_update_type_t type, json_t *ev
 
 /* What a command builder needs to know about one run. Strings are borrowed for the call. */
 struct hns_run_spec {
-    const char *prompt;     /* the user's prompt, verbatim (never shell-escaped) */
-    const char *model;      /* NULL: the agent's default */
-    const char *api_key;    /* key for the model endpoint (agent-specific env var) */
-    const char *base_url;   /* model endpoint base URL; NULL: the vendor's */
-    const char *home;       /* the agent's HOME, e.g. "/home/user" */
-    const char *workdir;    /* the run's cwd, e.g. "/home/user/workspace" */
-    const char *session_id; /* a known agent session id for resume (droid); may be NULL */
-    const char *reasoning;  /* reasoning effort / variant; NULL: default */
-    bool resume;            /* continue the previous conversation (spec §2.3) */
-    bool offline;           /* add the settings that keep a CLI from calling home */
+    const char *prompt;        /* the user's prompt, verbatim (never shell-escaped) */
+    const char *model;         /* NULL: the agent's default */
+    const char *api_key;       /* key for the model endpoint (agent-specific env var) */
+    const char *base_url;      /* model endpoint base URL; NULL: the vendor's */
+    const char *home;          /* the agent's HOME, e.g. "/home/user" */
+    const char *workdir;       /* the run's cwd, e.g. "/home/user/workspace" */
+    const char *session_id;    /* a known agent session id for resume (droid); may be NULL */
+    const char *reasoning;     /* reasoning effort / variant; NULL: default */
+    bool resume;               /* continue the previous conversation (spec §2.3) */
+    bool offline;              /* add the settings that keep a CLI from calling home */
 };
 
 /* A file the builder wants written (relative to the agent's HOME) before the process starts. */
@@ -41,16 +41,16 @@ struct hns_file {
     char *path;    /* relative to home, e.g. ".codex/config.toml" */
     char *content; /* malloc'd bytes */
     size_t len;
-    mode_t mode; /* 0600 for credentials, 0644 otherwise */
+    mode_t mode;   /* 0600 for credentials, 0644 otherwise */
 };
 
 /* The process to run. All arrays and strings are malloc'd and owned by the command. */
 struct hns_command {
-    char **argv;            /* NULL-terminated; argv[0] is the program name (PATH lookup) */
-    char **env;             /* NULL-terminated "NAME=value" entries added to the base env */
-    struct hns_file *files; /* config files to write first */
+    char **argv;              /* NULL-terminated; argv[0] is the program name (PATH lookup) */
+    char **env;               /* NULL-terminated "NAME=value" entries added to the base env */
+    struct hns_file *files;   /* config files to write first */
     size_t files_count;
-    char *stdin_data; /* bytes to write on the child's stdin, then close it; may be NULL */
+    char *stdin_data;         /* bytes to write on the child's stdin, then close it; may be NULL */
     size_t stdin_len;
 };
 
