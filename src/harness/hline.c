@@ -3,6 +3,7 @@
  * Threads: called by the thread running a parser; no global state. */
 #include "harness/hline.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,10 +80,67 @@ int hns_line_emit(struct hns_line *l, json_t *update)
     return hns_emit(l->p, ev);
 }
 
+/* The line as a JSON string; bytes that are not UTF-8 become U+FFFD so the event can always be
+ * serialised (the session log keeps the raw bytes). */
+static json_t *lossy_string(const char *s, size_t n)
+{
+    struct hns_buf b = {0};
+    size_t i = 0, run = 0;
+    json_t *j;
+
+    for (;;) {
+        size_t k;
+
+        for (k = i; k < n && (unsigned char)s[k] < 0x80; k++)
+            ;
+        if (k == n) {
+            if (run == 0)
+                return json_stringn_nocheck(s, n);
+            hns_buf_add(&b, s + run, n - run);
+            break;
+        }
+        i = k;
+        {
+            unsigned char c = (unsigned char)s[i];
+            size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+                         : c >= 0xE0 && c <= 0xEF ? 3
+                         : c >= 0xF0 && c <= 0xF4 ? 4
+                                                  : 0;
+            bool ok = len && i + len <= n;
+            uint32_t cp = ok ? (uint32_t)(c & (0xFF >> (len + 1))) : 0;
+
+            for (k = 1; ok && k < len; k++) {
+                ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+                cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3F);
+            }
+            if (ok && ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+                       (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))))
+                ok = false;
+            if (ok) {
+                i += len;
+                continue;
+            }
+            hns_buf_add(&b, s + run, i - run);
+            hns_buf_addz(&b, "\xEF\xBF\xBD");
+            i++;
+            run = i;
+        }
+    }
+    j = hns_buf_json(&b);
+    hns_buf_free(&b);
+    return j;
+}
+
 int hns_line_unknown(struct hns_line *l, const char *reason)
 {
+    json_t *u = hns_upd("unknown");
+
+    u = hns_put(u, "raw", lossy_string(l->d->src, l->d->len));
+    u = hns_put(u, "reason", lossy_string(reason, strlen(reason)));
     l->emitted++;
-    return hns_emit_unknown(l->p, l->d->src, l->d->len, reason);
+    if (!u)
+        return core_error_oom();
+    return hns_emit(l->p, hns_event_new(NULL, u));
 }
 
 json_t *hns_put(json_t *o, const char *key, json_t *v)

@@ -23,4 +23,21 @@ size_t hvec_check_file(const char *agent, const char *rel, const struct hvec_dif
 size_t hvec_check_file_all(const char *agent, const char *rel, unsigned all, const char *why,
                            const struct hvec_diff *diffs);
 
+#include <jansson.h>
+
+/* Runs every line of a file (path relative to tests/data) through a fresh parser of `agent`,
+ * splitting on LF and keeping a last line without LF; returns all events (dies on error). */
+json_t *hvec_run_file(const char *agent, const char *rel);
+
+/* Runs the given lines (NULL-terminated) through a fresh parser; returns all events. */
+json_t *hvec_run_lines(const char *agent, const char *const *lines);
+
+/* Checks a trace's events: no `unknown`, and every tool_call is followed by a tool_call_update
+ * (or a repeated tool_call, codex web_search/file_change) with the same id and a final status.
+ * Returns the number of tool calls seen. */
+size_t hvec_check_trace(const char *rel, const json_t *events);
+
+/* Number of events whose update.sessionUpdate is `type`; *first receives the first (borrowed). */
+size_t hvec_count(const json_t *events, const char *type, json_t **first);
+
 #endif
