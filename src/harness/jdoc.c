@@ -339,6 +339,7 @@ int hns_jdoc_parse(struct hns_jdoc *d, const char *s, size_t len)
     d->n = 0;
     d->depth = 0;
     d->arena_len = 0;
+    d->arena_reserved = false;
     d->err = NULL;
     if (len >= UINT32_MAX - 8)
         return fail(&c, "line too long");
@@ -432,21 +433,23 @@ static int decode(struct hns_jdoc *d, struct hns_jtok *t)
     size_t need = d->arena_len + (size_t)(t->end - t->start);
     char *o;
 
-    if (need > d->arena_cap) {
-        /* Every string decodes at most once per line into at most its raw size, so the first
-         * decode of a line reserves the line's length and the arena never moves while strings
-         * handed out earlier in the same line are still in use. */
-        size_t ncap = d->len + 16;
-        char *na;
+    /* Every string decodes at most once per line into at most its raw size, so the first
+     * decode of a line reserves the line's length: the arena then never moves while strings
+     * handed out earlier in the same line are still in use. */
+    if (!d->arena_reserved) {
+        if (d->arena_cap < d->len + 16) {
+            char *na = malloc(d->len + 16);
 
-        if (d->arena_len || ncap < need)
-            return core_error_set(EVOLVE_ERROR, "jdoc: decode arena overflow");
-        na = realloc(d->arena, ncap);
-        if (!na)
-            return core_error_oom();
-        d->arena = na;
-        d->arena_cap = ncap;
+            if (!na)
+                return core_error_oom();
+            free(d->arena);
+            d->arena = na;
+            d->arena_cap = d->len + 16;
+        }
+        d->arena_reserved = true;
     }
+    if (need > d->arena_cap)
+        return core_error_set(EVOLVE_ERROR, "jdoc: decode arena overflow");
     o = d->arena + d->arena_len;
     t->dec = (uint32_t)d->arena_len;
     while (s < e) {

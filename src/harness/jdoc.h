@@ -44,7 +44,8 @@ struct hns_jdoc {
     uint32_t n, cap;
     char *arena; /* decoded strings; never larger than the text */
     size_t arena_len, arena_cap;
-    const char *err; /* static reason of the last failed parse */
+    bool arena_reserved; /* the arena holds the current line's length */
+    const char *err;     /* static reason of the last failed parse */
     int depth;
 };
 
