@@ -9,6 +9,7 @@
 #include "evolve/evolve.h"
 
 static const struct cli_command commands[] = {
+    {"parse", "print the events of a recorded agent stream", cli_parse_main},
     {NULL, NULL, NULL},
 };
 
