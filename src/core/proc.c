@@ -222,6 +222,14 @@ static void split_lines(struct sess *s, struct proc_op *op, const char *data, si
 
 /* ---- reactor-side callbacks (reactor thread) -------------------------------------------- */
 
+static void chunk_msg_free(struct act_msg *msg)
+{
+    struct chunk_msg *m = (struct chunk_msg *)msg;
+
+    free(m->data);
+    free(m);
+}
+
 static void on_pump_chunk(void *payload, int stream, char *data, size_t len)
 {
     struct pump_ctx *pc = payload;
@@ -231,16 +239,12 @@ static void on_pump_chunk(void *payload, int stream, char *data, size_t len)
         free(data);
         return;
     }
-    act_msg_init(&m->hdr, MSG_CHUNK, NULL);
-    m->hdr.free = NULL;
+    act_msg_init(&m->hdr, MSG_CHUNK, chunk_msg_free);
     m->op_id = pc->op_id;
     m->stream = stream;
     m->data = data;
     m->len = len;
-    if (act_send(pc->actor, &m->hdr) < 0) {
-        free(data);
-        free(m);
-    }
+    act_send(pc->actor, &m->hdr); /* on failure the runtime frees it through chunk_msg_free */
 }
 
 static void on_pump_end(void *payload, const struct prov_exit *ex, bool lost)
@@ -571,8 +575,6 @@ void sess_on_chunk(struct sess *s, struct chunk_msg *m)
                 publish_raw(s, EVOLVE_EVENT_STDOUT, m->data, m->len);
         }
     }
-    free(m->data);
-    free(m);
 }
 
 static void send_signal(struct sess *s, struct proc_op *op, int signo)

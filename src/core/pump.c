@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/log.h"
 
 #define PUMP_CHUNK 65536
 #define PUMP_READS_PER_EVENT 4 /* fairness between sandboxes: epoll is level-triggered */
@@ -70,6 +71,8 @@ static void finish(struct core_pump *p)
     stream_close(p, &p->out);
     stream_close(p, &p->err);
     stream_close(p, &p->status);
+    core_log_debug("pump: end (exit %d, signal %d, lost %d)", (int)p->exit.code,
+                   (int)p->exit.signo, (int)p->lost);
     p->cbs.on_end(p->payload, &p->exit, p->lost);
     pump_unref(p);
 }
@@ -136,6 +139,7 @@ static void on_status(struct io_reactor *r, struct io_watch *w, uint32_t revents
     (void)w;
     (void)revents;
     n = read(p->status.fd, (char *)&p->exit + p->exit_got, sizeof(p->exit) - p->exit_got);
+    core_log_debug("pump: status fd %d read %zd", p->status.fd, n);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n > 0) {
@@ -174,6 +178,7 @@ static void attach(struct io_reactor *r, void *arg)
     if (p->err.fd >= 0)
         p->err.w = io_reactor_watch(r, p->err.fd, EPOLLIN, IO_STAGE_PROC, on_pipe, p);
     p->status.w = io_reactor_watch(r, p->status.fd, EPOLLIN, IO_STAGE_PROC, on_status, p);
+    core_log_debug("pump: watching out %d err %d status %d", p->out.fd, p->err.fd, p->status.fd);
     if ((p->out.fd >= 0 && !p->out.w) || (p->err.fd >= 0 && !p->err.w) || !p->status.w) {
         p->lost = true;
         p->exit_done = true;
