@@ -227,6 +227,10 @@ static struct http_ctx *get_ctx(struct io_reactor *r)
     curl_multi_setopt(ctx->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
     curl_multi_setopt(ctx->multi, CURLMOPT_TIMERDATA, ctx);
     curl_multi_setopt(ctx->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    /* curl's default cache holds 4 x the transfers currently added; whenever the in-flight count
+     * dips it closes idle connections that are wanted again a moment later (bench/http measured
+     * up to 173 connections opened for 1,000 requests at 50 in flight; 50 with this). */
+    curl_multi_setopt(ctx->multi, CURLMOPT_MAXCONNECTS, 1000L);
     *slot = ctx;
     return ctx;
 }
