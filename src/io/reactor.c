@@ -82,6 +82,7 @@ struct io_reactor {
     atomic_int wake_pending;           /* 1 while an eventfd write is outstanding */
     atomic_int stopping;               /* set once by io_reactor_free */
     atomic_int posters;                /* io_reactor_post calls between check and push */
+    atomic_ullong wakeups;             /* eventfd writes by posters (statistics only) */
 
     /* Reactor thread only. */
     struct io_timer **heap;
@@ -112,6 +113,12 @@ uint64_t io_now_ms(void)
 bool io_reactor_on_thread(const struct io_reactor *r)
 {
     return tls_reactor == r;
+}
+
+uint64_t io_reactor_wakeups(const struct io_reactor *r)
+{
+    /* relaxed: a statistic; nothing is ordered by it. */
+    return atomic_load_explicit(&((struct io_reactor *)r)->wakeups, memory_order_relaxed);
 }
 
 bool io_reactor_stopping(const struct io_reactor *r)
@@ -416,6 +423,7 @@ int io_reactor_post(struct io_reactor *r, io_post_fn fn, void *arg)
         ssize_t w = write(r->evfd, &one, sizeof(one));
 
         (void)w; /* EAGAIN means the counter is already non-zero: still a wake-up */
+        atomic_fetch_add_explicit(&r->wakeups, 1, memory_order_relaxed); /* a statistic */
     }
     atomic_fetch_sub_explicit(&r->posters, 1, memory_order_seq_cst);
     return 0;

@@ -47,6 +47,10 @@ int io_reactor_post(struct io_reactor *r, io_post_fn fn, void *arg);
 /* True when called on r's reactor thread. @thread any */
 bool io_reactor_on_thread(const struct io_reactor *r);
 
+/* How many times posters wrote the eventfd: posts made while a wake-up is already pending do
+ * not write it again. A statistic for tests and benchmarks. @thread any */
+uint64_t io_reactor_wakeups(const struct io_reactor *r);
+
 /* True once io_reactor_free has begun. @thread reactor */
 bool io_reactor_stopping(const struct io_reactor *r);
 

@@ -305,6 +305,31 @@ TAP_TEST(signal_reaches_the_group_and_missing_program_fails_synchronously)
     free(rec.out);
 }
 
+TAP_TEST(cwd_and_environment_are_exactly_the_specs)
+{
+    struct io_reactor *r;
+    struct prec rec = {0};
+    unsigned long base = ts_latch_get(&exited);
+    char dir[256], real[4096], want[4400];
+    const char *argv[] = {"/bin/sh", "-c", "pwd; echo \"$EVOLVE_TEST\"; echo \"${HOME-unset}\"",
+                          NULL};
+    const char *envp[] = {"EVOLVE_TEST=forty two", "PATH=/usr/bin:/bin", NULL};
+    struct io_proc_spec spec = {.argv = argv, .envp = envp};
+
+    ts_mkdtemp(dir, sizeof(dir), "io-proc");
+    TAP_CHECK(realpath(dir, real) != NULL, "realpath");
+    spec.cwd = real;
+    TAP_CHECK(io_reactor_new(&r) == 0, "%s", evolve_error_last()->message);
+    TAP_CHECK(io_proc_spawn(NULL, r, &spec, &pcbs, &rec) == 0, "%s", evolve_error_last()->message);
+    TAP_CHECK(ts_latch_wait(&exited, base + 1, 10000), "no exit");
+    io_reactor_free(r);
+    ts_rmtree(dir);
+    snprintf(want, sizeof(want), "%s\nforty two\nunset\n", real);
+    TAP_CHECK(rec.code == 0 && rec.out && !strcmp(rec.out, want), "exit %d, output %s", rec.code,
+              rec.out ? rec.out : "(none)");
+    free(rec.out);
+}
+
 TAP_TEST(reactor_free_kills_running_children_and_reports_eshutdown)
 {
     struct io_reactor *r;
@@ -327,6 +352,7 @@ int main(int argc, char **argv)
         TAP_CASE(paused_output_blocks_the_child_and_resume_delivers_everything),
         TAP_CASE(no_descriptor_leaks_into_children),
         TAP_CASE(signal_reaches_the_group_and_missing_program_fails_synchronously),
+        TAP_CASE(cwd_and_environment_are_exactly_the_specs),
         TAP_CASE(reactor_free_kills_running_children_and_reports_eshutdown),
         {0}};
     int rc;
