@@ -58,7 +58,9 @@ struct io_timer {
 
 struct io_watch {
     int fd;
-    uint32_t events; /* what is registered with epoll; 0 = paused */
+    uint32_t events; /* what is wanted; 0 = paused, and then the fd is not in the epoll set at
+                        all (epoll always reports EPOLLHUP/EPOLLERR, so a paused pipe whose
+                        writer is gone would otherwise wake the loop forever) */
     enum io_stage stage;
     bool dead;
     io_watch_fn fn;
@@ -314,7 +316,7 @@ struct io_watch *io_reactor_watch(struct io_reactor *r, int fd, uint32_t events,
     w->arg = arg;
     ev.events = events;
     ev.data.ptr = w;
-    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    if (events && epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         core_error_set(EVOLVE_ERROR, "reactor: epoll_ctl add fd %d: %s", fd, strerror(errno));
         free(w);
         return NULL;
@@ -327,14 +329,16 @@ int io_reactor_watch_set(struct io_reactor *r, struct io_watch *w, uint32_t even
 {
     struct epoll_event ev = {0};
 
+    int op;
+
     assert(io_reactor_on_thread(r) && !w->dead);
     if (w->events == events)
         return 0;
+    op = !events ? EPOLL_CTL_DEL : !w->events ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
     ev.events = events;
     ev.data.ptr = w;
-    if (epoll_ctl(r->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
-        return core_error_set(EVOLVE_ERROR, "reactor: epoll_ctl mod fd %d: %s", w->fd,
-                              strerror(errno));
+    if (epoll_ctl(r->epfd, op, w->fd, &ev) < 0)
+        return core_error_set(EVOLVE_ERROR, "reactor: epoll_ctl fd %d: %s", w->fd, strerror(errno));
     w->events = events;
     return 0;
 }
@@ -350,7 +354,8 @@ void io_reactor_unwatch(struct io_reactor *r, struct io_watch *w)
     if (!w || w->dead)
         return;
     /* ENOENT/EBADF are fine: curl may already have closed the socket. */
-    epoll_ctl(r->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+    if (w->events)
+        epoll_ctl(r->epfd, EPOLL_CTL_DEL, w->fd, NULL);
     w->dead = true;
     list_unlink(&r->live, w);
     list_push(&r->dead, w);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "evolve/common.h"
@@ -330,6 +331,48 @@ TAP_TEST(cwd_and_environment_are_exactly_the_specs)
     free(rec.out);
 }
 
+static uint64_t cpu_ms(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000u;
+}
+
+TAP_TEST(closed_ends_of_idle_or_paused_pipes_do_not_spin_the_reactor)
+{
+    struct io_reactor *r;
+    struct prec rec = {0};
+    unsigned long base = ts_latch_get(&exited);
+    /* The child closes stdin (we hold its write end, nothing queued) and, with our reading
+     * paused, stdout and stderr; then it lives for 600 ms. A reactor that kept those fds in epoll
+     * would see EPOLLERR/EPOLLHUP on every wait and burn a core meanwhile. */
+    const char *argv[] = {"/bin/sh", "-c", "exec 0<&- 1>&- 2>&-; sleep 0.6", NULL};
+    struct io_proc_spec spec = {.argv = argv, .stdin_pipe = true};
+    struct io_proc *p;
+    uint64_t cpu0, wall0, cpu, wall;
+
+    TAP_CHECK(io_reactor_new(&r) == 0, "%s", evolve_error_last()->message);
+    TAP_CHECK(io_proc_spawn(&p, r, &spec, &pcbs, &rec) == 0, "%s", evolve_error_last()->message);
+    TAP_CHECK(io_proc_pause_output(p) == 0, "pause");
+    cpu0 = cpu_ms();
+    wall0 = ts_now_ms();
+    while (ts_now_ms() - wall0 < 400 && ts_latch_get(&exited) == base)
+        ts_latch_wait(&exited, base + 1, 50); /* waits on the condition, bounded */
+    cpu = cpu_ms() - cpu0;
+    printf("# idle: %llu ms CPU in %llu ms\n", (unsigned long long)cpu,
+           (unsigned long long)(ts_now_ms() - wall0));
+    wall = ts_now_ms() - wall0;
+    TAP_CHECK(io_proc_resume_output(p) == 0, "resume");
+    TAP_CHECK(ts_latch_wait(&exited, base + 1, 10000), "no exit");
+    io_proc_release(p);
+    io_reactor_free(r);
+    TAP_CHECK(rec.code == 0, "exit %d", rec.code);
+    TAP_CHECK(cpu * 4 < wall, "%llu ms of CPU in %llu ms while idle", (unsigned long long)cpu,
+              (unsigned long long)wall);
+}
+
 TAP_TEST(reactor_free_kills_running_children_and_reports_eshutdown)
 {
     struct io_reactor *r;
@@ -353,6 +396,7 @@ int main(int argc, char **argv)
         TAP_CASE(no_descriptor_leaks_into_children),
         TAP_CASE(signal_reaches_the_group_and_missing_program_fails_synchronously),
         TAP_CASE(cwd_and_environment_are_exactly_the_specs),
+        TAP_CASE(closed_ends_of_idle_or_paused_pipes_do_not_spin_the_reactor),
         TAP_CASE(reactor_free_kills_running_children_and_reports_eshutdown),
         {0}};
     int rc;
