@@ -45,8 +45,7 @@ struct http_ctx {
     struct io_http *all; /* every request started on the reactor and not yet done */
 };
 
-/* ---- request memory ---------------------------------------------------------------------------
- */
+/* ---- request memory -------------------------------------------------------------------------- */
 
 static void clear_headers(struct io_http *h)
 {
@@ -77,8 +76,7 @@ void io_http_unref(struct io_http *h)
         io_http_free_request(h);
 }
 
-/* ---- the per-reactor context ------------------------------------------------------------------
- */
+/* ---- the per-reactor context ----------------------------------------------------------------- */
 
 static void check_done(struct http_ctx *ctx);
 static void admit_next(struct http_ctx *ctx, struct http_host *host);
@@ -208,8 +206,7 @@ static unsigned host_limit(const struct http_ctx *ctx, const struct http_host *h
     return host->has_limit ? host->limit : ctx->default_limit;
 }
 
-/* ---- completion -------------------------------------------------------------------------------
- */
+/* ---- completion ------------------------------------------------------------------------------ */
 
 static void all_unlink(struct http_ctx *ctx, struct io_http *h)
 {
@@ -403,8 +400,7 @@ static void check_done(struct http_ctx *ctx)
     }
 }
 
-/* ---- curl's per-transfer callbacks (no curl_multi_* calls allowed in here) ---------------------
- */
+/* ---- curl's per-transfer callbacks (no curl_multi_* calls allowed in here) ------------------- */
 
 static void headers_complete(struct io_http *h)
 {
@@ -430,12 +426,14 @@ static size_t on_curl_header(char *buf, size_t size, size_t n, void *ud)
     char *copy;
 
     if (len >= 5 && !memcmp(buf, "HTTP/", 5)) { /* a new response (after 1xx, or the first) */
-        const char *sp = memchr(buf, ' ', len);
+        const char *p = memchr(buf, ' ', len), *end = buf + len;
 
         h->headers_done = false;
         clear_headers(h);
         h->retry_after_ms = -1;
-        h->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        h->status = 0;
+        for (p = p ? p + 1 : end; p < end && *p >= '0' && *p <= '9' && h->status < 1000; p++)
+            h->status = h->status * 10 + (*p - '0'); /* the line is not NUL-terminated */
         return len;
     }
     if (h->headers_done)
@@ -508,8 +506,7 @@ static size_t on_curl_read(char *buf, size_t size, size_t n, void *ud)
     return (size_t)got;
 }
 
-/* ---- starting attempts ------------------------------------------------------------------------
- */
+/* ---- starting attempts ----------------------------------------------------------------------- */
 
 static bool is_loopback_url(const char *host_key)
 {
@@ -632,8 +629,7 @@ static void abort_request(struct http_ctx *ctx, struct io_http *h, int code, con
         admit_next(ctx, host);
 }
 
-/* ---- posted from other threads ----------------------------------------------------------------
- */
+/* ---- posted from other threads --------------------------------------------------------------- */
 
 void io_http_on_start(struct io_reactor *r, void *arg)
 {

@@ -53,8 +53,7 @@ int io_http_limit(struct io_reactor *r, const char *host, unsigned max_in_flight
     return rc;
 }
 
-/* ---- io_http_start: validate and copy on the caller's thread ----------------------------------
- */
+/* ---- io_http_start: validate and copy on the caller's thread --------------------------------- */
 
 static int parse_url(struct io_http *h)
 {

@@ -144,8 +144,7 @@ uint64_t io_reactor_random(struct io_reactor *r)
     return r->rng * 0x2545F4914F6CDD1DULL;
 }
 
-/* ---- timers: a binary min-heap on (deadline, seq) ---------------------------------------------
- */
+/* ---- timers: a binary min-heap on (deadline, seq) -------------------------------------------- */
 
 static bool timer_before(const struct io_timer *a, const struct io_timer *b)
 {
@@ -274,8 +273,7 @@ static int run_timers(struct io_reactor *r)
     return -1;
 }
 
-/* ---- watches ----------------------------------------------------------------------------------
- */
+/* ---- watches --------------------------------------------------------------------------------- */
 
 static void list_unlink(struct io_watch **head, struct io_watch *w)
 {
@@ -391,8 +389,7 @@ static void dispatch(struct io_reactor *r, const struct epoll_event *evs, int n,
     }
 }
 
-/* ---- the inbox --------------------------------------------------------------------------------
- */
+/* ---- the inbox ------------------------------------------------------------------------------- */
 
 int io_reactor_post(struct io_reactor *r, io_post_fn fn, void *arg)
 {

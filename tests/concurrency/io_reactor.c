@@ -94,8 +94,7 @@ TAP_TEST(posts_from_many_threads_run_once_in_per_thread_order)
     ts_latch_dispose(&t.done);
 }
 
-/* ---- timers -----------------------------------------------------------------------------------
- */
+/* ---- timers ---------------------------------------------------------------------------------- */
 
 struct timer_test {
     struct ts_latch done;
@@ -161,8 +160,7 @@ TAP_TEST(timers_fire_in_deadline_order_and_cancelled_never)
     ts_latch_dispose(&t.done);
 }
 
-/* ---- stop -------------------------------------------------------------------------------------
- */
+/* ---- stop ------------------------------------------------------------------------------------ */
 
 struct stop_test {
     atomic_int outer, inner_ran, inner_refused;
