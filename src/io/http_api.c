@@ -69,7 +69,9 @@ static int parse_url(struct io_http *h)
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
-        rc = core_error_set(EVOLVE_EINVAL, "io_http: not a valid URL (%.80s)", h->url);
+        /* Shown up to its query string, which may carry keys. */
+        rc = core_error_set(EVOLVE_EINVAL, "io_http: not a valid URL (%.*s)",
+                            (int)(strcspn(h->url, "?#") < 80 ? strcspn(h->url, "?#") : 80), h->url);
         goto out;
     }
     if (strcmp(scheme, "http") && strcmp(scheme, "https")) {

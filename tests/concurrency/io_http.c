@@ -408,8 +408,11 @@ TAP_TEST(bad_input_fails_synchronously_without_callbacks)
     TAP_CHECK(io_reactor_new(&r) == 0, "%s", evolve_error_last()->message);
     TAP_CHECK(io_http_start(NULL, r, &req, &cbs, &rec) == EVOLVE_EINVAL, "ftp accepted");
     TAP_CHECK(strstr(evolve_error_last()->message, "ftp"), "%s", evolve_error_last()->message);
-    req.url = "http://[broken";
+    req.url = "http://[broken?key=sk-hidden";
     TAP_CHECK(io_http_start(NULL, r, &req, &cbs, &rec) == EVOLVE_EINVAL, "bad URL accepted");
+    TAP_CHECK(strstr(evolve_error_last()->message, "http://[broken") &&
+                  !strstr(evolve_error_last()->message, "sk-hidden"),
+              "%s", evolve_error_last()->message);
     io_reactor_free(r);
     TAP_CHECK(rec.done_calls == 0, "a callback ran after a failed start");
 }
