@@ -264,9 +264,9 @@ TAP_TEST(timeout_is_etimedout)
 TAP_TEST(admission_limit_holds_and_queue_time_is_not_timeout_time)
 {
     struct io_reactor *r;
-    struct rec *recs = calloc(40, sizeof(*recs));
+    struct rec *recs = calloc(60, sizeof(*recs));
     unsigned long base = ts_latch_get(&done);
-    struct io_http_request req = {.timeout_ms = 250};
+    struct io_http_request req = {.timeout_ms = 400};
     char host[64];
     size_t i;
     unsigned max;
@@ -276,19 +276,19 @@ TAP_TEST(admission_limit_holds_and_queue_time_is_not_timeout_time)
     TAP_CHECK(io_reactor_new(&r) == 0, "%s", evolve_error_last()->message);
     TAP_CHECK(io_http_limit(r, host, 4) == 0, "limit");
     ts_httpd_reset_max(srv);
-    /* 40 requests of 40 ms, 4 at a time: ~400 ms in all, longer than each one's 250 ms timeout,
-     * which therefore must start at admission. */
-    TAP_CHECK(start_gets(r, "/slow", recs, 40, &req) == 0, "start");
-    TAP_CHECK(ts_latch_wait(&done, base + 40, 30000), "not all done");
+    /* 60 requests of 50 ms, 4 at a time: ~750 ms in all, far longer than each one's 400 ms
+     * timeout, which therefore must start at admission. */
+    TAP_CHECK(start_gets(r, "/slow", recs, 60, &req) == 0, "start");
+    TAP_CHECK(ts_latch_wait(&done, base + 60, 30000), "not all done");
     io_reactor_free(r);
-    for (i = 0; i < 40; i++)
+    for (i = 0; i < 60; i++)
         bad += recs[i].code != 0 || recs[i].status != 200;
-    TAP_CHECK(bad == 0, "%d failed (e.g. %s)", bad, recs[39].message);
+    TAP_CHECK(bad == 0, "%d failed (e.g. %s)", bad, recs[59].message);
     max = ts_httpd_max_in_flight(srv, "/slow");
     TAP_CHECK(max <= 4, "server saw %u in flight, limit 4", max);
     TAP_CHECK(max >= 2, "requests never overlapped (max %u)", max);
     printf("# admission: server max in flight %u (limit 4)\n", max);
-    rec_free(recs, 40);
+    rec_free(recs, 60);
 }
 
 TAP_TEST(cancel_ends_queued_and_running_requests_once)
@@ -493,7 +493,7 @@ int main(int argc, char **argv)
          .body = "ok\n"},
         {.path = "/reset", .kind = TS_HTTPD_RESET, .chunks = 3, .chunk_size = 100, .delay_ms = 5},
         {.path = "/hang", .kind = TS_HTTPD_HANG},
-        {.path = "/slow", .kind = TS_HTTPD_FIXED, .body = "slow\n", .delay_ms = 40},
+        {.path = "/slow", .kind = TS_HTTPD_FIXED, .body = "slow\n", .delay_ms = 50},
         {.path = "/echo", .kind = TS_HTTPD_ECHO},
     };
     size_t i;
