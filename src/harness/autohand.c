@@ -85,15 +85,15 @@ static const char *tool_kind(const char *name)
 
 /* ---- hook -> event ------------------------------------------------------------------------- */
 
-/* The envelope of every typed hook: {update, timestamp, extra:{hook, ...}}. Steals update and
- * extra (either may be NULL only on OOM, then everything is released). */
+/* The envelope of every typed hook: {update, timestamp, extra:{autohand:<kind name>, ...}}. Steals
+ * update and extra (either may be NULL only on OOM, then everything is released). */
 static json_t *hook_event(const struct hns_autohand_hook *h, json_t *update, json_t *extra)
 {
     json_t *ev;
 
     if (!update || !extra)
         goto fail;
-    if (put(extra, "hook", json_string(hns_autohand_kind_name(h->kind))) < 0 ||
+    if (put(extra, "autohand", json_string(hns_autohand_kind_name(h->kind))) < 0 ||
         (h->inexact && put(extra, "inexactNumbers", json_true()) < 0))
         goto fail;
     ev = hns_event_new(NULL, update);
@@ -264,6 +264,11 @@ static json_t *map_hook(const struct hns_autohand_hook *h, uint64_t line_no)
                put_str(x, "requestId", r->request_id) < 0 || put_ref(x, "options", r->options) < 0;
         break;
     }
+    case HNS_AUTOHAND_ERROR:
+        u = json_pack("{s:s, s:s, s:b}", "sessionUpdate", "error", "message", h->u.error.message,
+                      "fatal", !h->u.error.recoverable);
+        bad |= !u || put_ref(x, "code", json_object_get(h->params, "code")) < 0;
+        break;
     default:
         bad = 1;
         break;
@@ -293,6 +298,35 @@ static json_t *map_unknown(const struct hns_autohand_hook *h, const char *line, 
     return hns_event_new(NULL, u);
 }
 
+/* One agent_message_chunk / agent_thought_chunk {content:{type:text, text}} with messageId. */
+static json_t *chunk(const struct hns_autohand_hook *h, const char *type, const char *text)
+{
+    json_t *u = json_pack("{s:s, s:o}", "sessionUpdate", type, "content", text_block(text));
+    json_t *ev = hook_event(h, u, json_object());
+
+    if (ev && h->u.message_update.message_id &&
+        put(ev, "messageId", json_string(h->u.message_update.message_id)) < 0) {
+        json_decref(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* messageUpdate: the thought (when non-empty) as a thought chunk, then the delta as a message
+ * chunk; an empty delta is skipped only when a thought carried the line. */
+static int emit_message(struct hns_parser *p, const struct hns_autohand_hook *h)
+{
+    const struct hns_autohand_message_update *m = &h->u.message_update;
+    int rc;
+
+    if (m->thought && *m->thought) {
+        rc = hns_emit(p, chunk(h, "agent_thought_chunk", m->thought));
+        if (rc < 0 || !*m->delta)
+            return rc;
+    }
+    return hns_emit(p, chunk(h, "agent_message_chunk", m->delta));
+}
+
 static int parse_line(struct hns_parser *p, const char *line, size_t len)
 {
     struct hns_autohand_hook h;
@@ -301,6 +335,11 @@ static int parse_line(struct hns_parser *p, const char *line, size_t len)
 
     if (rc < 0)
         return rc;
+    if (h.kind == HNS_AUTOHAND_MESSAGE_UPDATE) {
+        rc = emit_message(p, &h);
+        hns_autohand_dispose(&h);
+        return rc;
+    }
     ev = h.kind == HNS_AUTOHAND_UNKNOWN ? map_unknown(&h, line, len) : map_hook(&h, p->line_no);
     hns_autohand_dispose(&h);
     return hns_emit(p, ev);

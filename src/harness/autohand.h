@@ -15,7 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One kind per JSON-RPC method, in the seed's order. */
+/* One kind per JSON-RPC method: the seed's 16 hooks in its order, then three non-hook
+ * notifications of the same CLI that carry what the event model needs (the id to answer a
+ * permission request, the agent's text, its errors). */
 #define HNS_AUTOHAND_KIND_MAP(X)                                                                   \
     X(PRE_TOOL, "autohand.hook.preTool", "preTool")                                                \
     X(POST_TOOL, "autohand.hook.postTool", "postTool")                                             \
@@ -33,7 +35,9 @@
     X(CONTEXT_OVERFLOW, "autohand.hook.contextOverflow", "contextOverflow")                        \
     X(CONTEXT_WARNING, "autohand.hook.contextWarning", "contextWarning")                           \
     X(CONTEXT_CRITICAL, "autohand.hook.contextCritical", "contextCritical")                        \
-    X(PERMISSION_PROMPT, "autohand.permissionRequest", "permissionPrompt")
+    X(PERMISSION_PROMPT, "autohand.permissionRequest", "permissionPrompt")                         \
+    X(MESSAGE_UPDATE, "autohand.messageUpdate", "messageUpdate")                                   \
+    X(ERROR, "autohand.error", "error")
 
 enum hns_autohand_kind {
     HNS_AUTOHAND_UNKNOWN = 0, /* see struct hns_autohand_unknown */
@@ -155,6 +159,19 @@ struct hns_autohand_permission_prompt {
     const json_t *context; /* object or NULL: {command?, path?, args?} */
     const json_t *options; /* array of strings or NULL */
 };
+/* autohand.messageUpdate (not a hook): a delta of the agent's reply and/or its reasoning. */
+struct hns_autohand_message_update {
+    const char *delta;      /* required, may be "" */
+    const char *message_id; /* NULL when absent */
+    const char *thought;    /* NULL when absent */
+};
+/* autohand.error (not a hook) */
+struct hns_autohand_error {
+    const char *message;
+    bool recoverable;
+    bool has_code;
+    int64_t code;
+};
 struct hns_autohand_unknown {
     const char *reason; /* one line: why the line is not a typed hook */
     /* params as parsed; NULL when absent or when a number in it is beyond what jansson holds
@@ -188,6 +205,8 @@ struct hns_autohand_hook {
         struct hns_autohand_context_overflow context_overflow;
         struct hns_autohand_context_usage context_usage; /* CONTEXT_WARNING, CONTEXT_CRITICAL */
         struct hns_autohand_permission_prompt permission_prompt;
+        struct hns_autohand_message_update message_update;
+        struct hns_autohand_error error;
         struct hns_autohand_unknown unknown;
     } u;
     const json_t *params; /* the params value of a typed hook (an object), borrowed */

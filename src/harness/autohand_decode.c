@@ -530,6 +530,23 @@ static bool validate(struct hns_autohand_hook *h, const json_t *p)
         }
         return true;
     }
+    case HNS_AUTOHAND_MESSAGE_UPDATE: {
+        struct hns_autohand_message_update *u = &h->u.message_update;
+
+        return req_string(&c, "delta", &u->delta) && opt_string(&c, "messageId", &u->message_id) &&
+               opt_string(&c, "thought", &u->thought);
+    }
+    case HNS_AUTOHAND_ERROR: {
+        struct hns_autohand_error *u = &h->u.error;
+        const json_t *code = json_object_get(p, "code");
+
+        if (!req_string(&c, "message", &u->message) ||
+            !req_bool(&c, "recoverable", &u->recoverable))
+            return false;
+        u->has_code = code && !json_is_null(code);
+        return !u->has_code ||
+               req_integral(&c, "code", &u->code, INT32_MIN, INT32_MAX, INT32_RANGE);
+    }
     default:
         return false;
     }

@@ -128,7 +128,7 @@ Test(hns_autohand, pre_tool_is_a_tool_call)
         "autohand.hook.preTool",
         "{\"toolId\":\"tool-1\",\"toolName\":\"read_file\",\"args\":{\"path\":\"README.md\"},"
         "\"timestamp\":\"t1\"}",
-        "{\"timestamp\":\"t1\",\"extra\":{\"hook\":\"preTool\"},\"update\":{\"sessionUpdate\":"
+        "{\"timestamp\":\"t1\",\"extra\":{\"autohand\":\"preTool\"},\"update\":{\"sessionUpdate\":"
         "\"tool_call\",\"toolCallId\":\"tool-1\",\"title\":\"read_file\",\"toolName\":"
         "\"read_file\",\"kind\":\"read\",\"status\":\"in_progress\",\"rawInput\":{\"path\":"
         "\"README.md\"},\"locations\":[{\"path\":\"README.md\"}]}}");
@@ -160,7 +160,7 @@ Test(hns_autohand, file_modified_is_an_update_with_location)
         "autohand.hook.fileModified",
         "{\"filePath\":\"src/a.c\",\"changeType\":\"delete\",\"toolId\":\"tool-9\","
         "\"timestamp\":\"t\"}",
-        "{\"extra\":{\"hook\":\"fileModified\",\"changeType\":\"delete\"},\"update\":{"
+        "{\"extra\":{\"autohand\":\"fileModified\",\"changeType\":\"delete\"},\"update\":{"
         "\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"tool-9\",\"locations\":[{"
         "\"path\":\"src/a.c\"}]}}");
     cr_assert_null(json_object_get(json_object_get(ev, "update"), "status"));
@@ -218,13 +218,13 @@ Test(hns_autohand, session_start_and_end_are_run_notices)
 {
     json_t *ev = expect_event("autohand.hook.sessionStart",
                               "{\"sessionType\":\"resume\",\"timestamp\":\"t\"}",
-                              "{\"extra\":{\"hook\":\"sessionStart\"},\"update\":{"
+                              "{\"extra\":{\"autohand\":\"sessionStart\"},\"update\":{"
                               "\"sessionUpdate\":\"usage\",\"scope\":\"run\",\"usage\":{\"extra\":"
                               "{\"sessionType\":\"resume\"}}}}");
     json_decref(ev);
     ev = expect_event("autohand.hook.sessionEnd",
                       "{\"reason\":\"quit\",\"duration\":250,\"timestamp\":\"t\"}",
-                      "{\"extra\":{\"hook\":\"sessionEnd\"},\"update\":{\"sessionUpdate\":"
+                      "{\"extra\":{\"autohand\":\"sessionEnd\"},\"update\":{\"sessionUpdate\":"
                       "\"usage\",\"scope\":\"run\",\"usage\":{\"extra\":{\"reason\":\"quit\","
                       "\"duration\":250}}}}");
     json_decref(ev);
@@ -271,7 +271,8 @@ Test(hns_autohand, permission_request_carries_the_id_to_answer)
         "{\"requestId\":\"req-7\",\"tool\":\"run_command\",\"description\":\"Run git status\","
         "\"context\":{\"command\":\"git status\"},\"options\":[\"allow_once\",\"deny_once\"],"
         "\"timestamp\":\"t\"}",
-        "{\"extra\":{\"hook\":\"permissionPrompt\",\"requestId\":\"req-7\",\"permission\":true},"
+        "{\"extra\":{\"autohand\":\"permissionPrompt\",\"requestId\":\"req-7\",\"permission\":true}"
+        ","
         "\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"req-7\",\"title\":"
         "\"Run git status\",\"kind\":\"execute\",\"status\":\"pending\"}}");
     json_decref(ev);
@@ -287,12 +288,13 @@ Test(hns_autohand, notification_and_context_hooks_are_call_notices)
                      "{\"update\":{\"sessionUpdate\":\"usage\",\"scope\":\"call\",\"usage\":{"
                      "\"extra\":{\"notificationType\":\"info\",\"message\":\"Finished\"}}}}");
     json_decref(ev);
-    ev = expect_event("autohand.hook.contextCompacted",
-                      "{\"croppedCount\":3,\"summary\":\"Earlier turns\",\"usagePercent\":0.6125,"
-                      "\"reason\":\"threshold\",\"timestamp\":\"t\"}",
-                      "{\"extra\":{\"hook\":\"contextCompacted\"},\"update\":{\"usage\":{\"extra\":"
-                      "{\"croppedCount\":3,\"summary\":\"Earlier turns\",\"usagePercent\":0.6125,"
-                      "\"reason\":\"threshold\"}}}}");
+    ev = expect_event(
+        "autohand.hook.contextCompacted",
+        "{\"croppedCount\":3,\"summary\":\"Earlier turns\",\"usagePercent\":0.6125,"
+        "\"reason\":\"threshold\",\"timestamp\":\"t\"}",
+        "{\"extra\":{\"autohand\":\"contextCompacted\"},\"update\":{\"usage\":{\"extra\":"
+        "{\"croppedCount\":3,\"summary\":\"Earlier turns\",\"usagePercent\":0.6125,"
+        "\"reason\":\"threshold\"}}}}");
     json_decref(ev);
     ev = expect_event("autohand.hook.contextOverflow",
                       "{\"tokensBefore\":12000,\"tokensAfter\":8000,\"croppedCount\":4,"
@@ -300,15 +302,17 @@ Test(hns_autohand, notification_and_context_hooks_are_call_notices)
                       "{\"update\":{\"usage\":{\"extra\":{\"tokensBefore\":12000,\"tokensAfter\":"
                       "8000,\"croppedCount\":4,\"usagePercent\":1.05}}}}");
     json_decref(ev);
-    ev = expect_event("autohand.hook.contextWarning",
-                      "{\"usagePercent\":0.805,\"remainingTokens\":4096,\"timestamp\":\"t\"}",
-                      "{\"extra\":{\"hook\":\"contextWarning\"},\"update\":{\"usage\":{\"extra\":{"
-                      "\"usagePercent\":0.805,\"remainingTokens\":4096}}}}");
+    ev = expect_event(
+        "autohand.hook.contextWarning",
+        "{\"usagePercent\":0.805,\"remainingTokens\":4096,\"timestamp\":\"t\"}",
+        "{\"extra\":{\"autohand\":\"contextWarning\"},\"update\":{\"usage\":{\"extra\":{"
+        "\"usagePercent\":0.805,\"remainingTokens\":4096}}}}");
     json_decref(ev);
-    ev = expect_event("autohand.hook.contextCritical",
-                      "{\"usagePercent\":0.9575,\"remainingTokens\":1024,\"timestamp\":\"t\"}",
-                      "{\"extra\":{\"hook\":\"contextCritical\"},\"update\":{\"usage\":{\"extra\":"
-                      "{\"usagePercent\":0.9575,\"remainingTokens\":1024}}}}");
+    ev = expect_event(
+        "autohand.hook.contextCritical",
+        "{\"usagePercent\":0.9575,\"remainingTokens\":1024,\"timestamp\":\"t\"}",
+        "{\"extra\":{\"autohand\":\"contextCritical\"},\"update\":{\"usage\":{\"extra\":"
+        "{\"usagePercent\":0.9575,\"remainingTokens\":1024}}}}");
     json_decref(ev);
 }
 
@@ -796,4 +800,54 @@ Test(hns_autohand, command_rejects_missing_prompt_and_unknown_reasoning)
     cr_assert_eq(a->build_command(&cmd, &spec), 0);
     cr_assert_not_null(strstr(cmd.stdin_data, "\"thinkingLevel\":\"extended\""));
     hns_command_dispose(&cmd);
+}
+
+/* ---- the non-hook notifications that carry the agent's text and errors ---------------------- */
+
+Test(hns_autohand, message_update_is_a_message_chunk)
+{
+    json_t *ev = expect_event("autohand.messageUpdate",
+                              "{\"messageId\":\"m1\",\"delta\":\"Hel\",\"timestamp\":\"t\"}",
+                              "{\"messageId\":\"m1\",\"timestamp\":\"t\",\"update\":{"
+                              "\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":"
+                              "\"text\",\"text\":\"Hel\"}}}");
+    json_decref(ev);
+    expect_unknown("autohand.messageUpdate", "{\"delta\":5,\"timestamp\":\"t\"}");
+}
+
+Test(hns_autohand, message_update_with_thought_gives_thought_then_text)
+{
+    const char *line = "{\"jsonrpc\":\"2.0\",\"method\":\"autohand.messageUpdate\",\"params\":{"
+                       "\"delta\":\"ok\",\"thought\":\"hmm\",\"timestamp\":\"t\"}}";
+    const char *only = "{\"jsonrpc\":\"2.0\",\"method\":\"autohand.messageUpdate\",\"params\":{"
+                       "\"delta\":\"\",\"thought\":\"hmm\",\"timestamp\":\"t\"}}";
+    json_t *events = run_lines(&line, 1);
+
+    cr_assert_eq(json_array_size(events), 2);
+    cr_assert_str_eq(update_type(json_array_get(events, 0)), "agent_thought_chunk");
+    cr_assert_str_eq(update_type(json_array_get(events, 1)), "agent_message_chunk");
+    json_decref(events);
+    events = run_lines(&only, 1);
+    cr_assert_eq(json_array_size(events), 1, "an empty delta beside a thought is not a chunk");
+    cr_assert_str_eq(update_type(json_array_get(events, 0)), "agent_thought_chunk");
+    json_decref(events);
+}
+
+Test(hns_autohand, cli_error_is_an_error_update)
+{
+    json_t *ev =
+        expect_event("autohand.error",
+                     "{\"code\":-32000,\"message\":\"rate limited\",\"recoverable\":false,"
+                     "\"timestamp\":\"t\"}",
+                     "{\"extra\":{\"code\":-32000},\"update\":{\"sessionUpdate\":\"error\","
+                     "\"message\":\"rate limited\",\"fatal\":true}}");
+    json_decref(ev);
+    ev = expect_event("autohand.error",
+                      "{\"message\":\"retrying\",\"recoverable\":true,\"timestamp\":\"t\"}",
+                      "{\"update\":{\"sessionUpdate\":\"error\",\"fatal\":false}}");
+    json_decref(ev);
+    expect_unknown("autohand.error", "{\"message\":\"x\",\"timestamp\":\"t\"}");
+    expect_unknown(
+        "autohand.error",
+        "{\"code\":2147483648,\"message\":\"x\",\"recoverable\":true,\"timestamp\":\"t\"}");
 }
