@@ -224,4 +224,15 @@ int hns_autohand_decode(struct hns_autohand_hook *out, const char *line, size_t 
 /* Releases what a decoded hook owns and zeroes it. Idempotent. */
 void hns_autohand_dispose(struct hns_autohand_hook *hook);
 
+/* ---- internal to the autohand files (autohand_raw.c) ------------------------------------- */
+
+/* A copy of `line` where every number literal jansson refuses is made readable: an integer past
+ * int64 that is a finite double gets ".0" appended (read as an approximate real), a literal past
+ * double range becomes null. *changed tells whether any was. malloc'd; NULL on OOM. */
+char *hns_autohand_fix_numbers(const char *line, size_t len, size_t *out_len, bool *changed);
+
+/* The [start, end) text of the last top-level "params" member of a line that is a JSON object
+ * (checked by the caller). False when there is none. */
+bool hns_autohand_params_span(const char *line, size_t len, size_t *start, size_t *end);
+
 #endif
