@@ -851,3 +851,63 @@ Test(hns_autohand, cli_error_is_an_error_update)
         "autohand.error",
         "{\"code\":2147483648,\"message\":\"x\",\"recoverable\":true,\"timestamp\":\"t\"}");
 }
+
+/* ---- a whole session ---------------------------------------------------------------------- */
+
+Test(hns_autohand, synthetic_session_pairs_tools_and_only_responses_are_unknown)
+{
+    char path[1024];
+    FILE *f;
+    char *line = NULL;
+    size_t cap = 0, i, unknown = 0, calls = 0, paired = 0, usage_run = 0;
+    ssize_t n;
+    struct hns_parser *p = NULL;
+    json_t *events = json_array();
+
+    snprintf(path, sizeof(path), "%s/autohand/session-synthetic.jsonl", EVOLVE_TEST_DATA);
+    f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(hns_parser_new(&p, "autohand", collect, events), 0);
+    while ((n = getline(&line, &cap, f)) > 0)
+        cr_assert_eq(hns_parser_feed(p, line, (size_t)(line[n - 1] == '\n' ? n - 1 : n)), 0);
+    free(line);
+    fclose(f);
+    hns_parser_free(p);
+    for (i = 0; i < json_array_size(events); i++) {
+        json_t *u = json_object_get(json_array_get(events, i), "update");
+        const char *t = json_string_value(json_object_get(u, "sessionUpdate"));
+
+        if (!strcmp(t, "unknown")) {
+            unknown++;
+            cr_assert_not_null(
+                strstr(json_string_value(json_object_get(u, "reason")), "JSON-RPC response"));
+        } else if (!strcmp(t, "tool_call") &&
+                   !strcmp(json_string_value(json_object_get(u, "status")), "in_progress")) {
+            const char *id = json_string_value(json_object_get(u, "toolCallId"));
+            size_t j;
+
+            calls++;
+            for (j = i + 1; j < json_array_size(events); j++) {
+                json_t *v = json_object_get(json_array_get(events, j), "update");
+
+                if (!strcmp(json_string_value(json_object_get(v, "sessionUpdate")),
+                            "tool_call_update") &&
+                    !strcmp(json_string_value(json_object_get(v, "toolCallId")), id) &&
+                    json_object_get(v, "status")) {
+                    paired++;
+                    break;
+                }
+            }
+        } else if (!strcmp(t, "usage") &&
+                   !strcmp(json_string_value(json_object_get(u, "scope")), "run") &&
+                   json_object_get(json_object_get(json_object_get(u, "usage"), "extra"),
+                                   "tokensUsed")) {
+            usage_run++;
+        }
+    }
+    cr_assert_eq(unknown, 2);
+    cr_assert_eq(calls, 2);
+    cr_assert_eq(paired, 2, "every tool call has its result");
+    cr_assert_eq(usage_run, 1, "one run total (the stop hook)");
+    json_decref(events);
+}
