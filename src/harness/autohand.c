@@ -96,9 +96,13 @@ static json_t *hook_event(const struct hns_autohand_hook *h, json_t *update, jso
     if (put(extra, "autohand", json_string(hns_autohand_kind_name(h->kind))) < 0 ||
         (h->inexact && put(extra, "inexactNumbers", json_true()) < 0))
         goto fail;
-    ev = hns_event_new(NULL, update);
-    update = NULL;
-    if (!ev || put(ev, "timestamp", json_string(h->timestamp)) < 0 || put(ev, "extra", extra) < 0) {
+    ev = hns_event_new(NULL, update); /* steals update, also on failure */
+    if (!ev) {
+        json_decref(extra);
+        return NULL;
+    }
+    /* extra first: set_new steals it even when it fails */
+    if (put(ev, "extra", extra) < 0 || put(ev, "timestamp", json_string(h->timestamp)) < 0) {
         json_decref(ev);
         return NULL;
     }
@@ -243,11 +247,17 @@ static json_t *map_hook(const struct hns_autohand_hook *h, uint64_t line_no)
     }
     case HNS_AUTOHAND_PERMISSION_REQUEST: {
         const struct hns_autohand_permission_request *r = &h->u.permission_request;
-        char id[48], title[64];
+        size_t tlen = strlen(r->tool) + sizeof("Permission: ");
+        char id[48], *title = malloc(tlen);
 
+        if (!title) {
+            json_decref(x);
+            return NULL;
+        }
         snprintf(id, sizeof(id), "permission:%llu", (unsigned long long)line_no);
-        snprintf(title, sizeof(title), "Permission: %.48s", r->tool);
+        snprintf(title, tlen, "Permission: %s", r->tool); /* whole name: never split UTF-8 */
         u = tool_call(id, title, r->tool, "pending");
+        free(title);
         bad |= !u || put_ref(u, "rawInput", h->params) < 0 ||
                (r->path && put(u, "locations", location(r->path)) < 0) ||
                put(x, "permission", json_true()) < 0;

@@ -911,3 +911,22 @@ Test(hns_autohand, synthetic_session_pairs_tools_and_only_responses_are_unknown)
     cr_assert_eq(usage_run, 1, "one run total (the stop hook)");
     json_decref(events);
 }
+
+Test(hns_autohand, long_multibyte_tool_name_is_kept_whole)
+{
+    char params[1024], name[600] = "";
+    size_t i;
+    json_t *ev;
+    char *line;
+
+    for (i = 0; i < 100; i++)
+        strcat(name, "é"); /* 200 bytes of 2-byte characters */
+    snprintf(params, sizeof(params), "{\"tool\":\"%s\",\"timestamp\":\"t\"}", name);
+    line = notif("autohand.hook.permissionRequest", params);
+    ev = one(line);
+    cr_assert_str_eq(update_type(ev), "tool_call");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "update"), "toolName")),
+                     name);
+    json_decref(ev);
+    free(line);
+}
