@@ -24,6 +24,37 @@ const char *evolve_permission_decision_name(evolve_permission_decision_t decisio
     return (unsigned)decision < EVOLVE_PERMISSION_DECISION_COUNT ? decision_names[decision] : NULL;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF), as JSON needs. */
+static bool utf8_valid(const unsigned char *s)
+{
+    while (*s) {
+        unsigned c = *s, n, cp, i;
+
+        if (c < 0x80) {
+            s++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            n = 1, cp = c & 0x1f;
+        else if (c >= 0xe0 && c <= 0xef)
+            n = 2, cp = c & 0x0f;
+        else if (c >= 0xf0 && c <= 0xf4)
+            n = 3, cp = c & 0x07;
+        else
+            return false;
+        for (i = 1; i <= n; i++) {
+            if ((s[i] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        s += n + 1;
+    }
+    return true;
+}
+
 int evolve_autohand_permission_reply(char **json_out, const char *request_id,
                                      evolve_permission_decision_t decision)
 {
@@ -44,6 +75,9 @@ int evolve_autohand_permission_reply(char **json_out, const char *request_id,
                               (int)decision);
     if (!request_id || !*request_id)
         return core_error_set(EVOLVE_EINVAL, "autohand permission reply: empty request id");
+    if (!utf8_valid((const unsigned char *)request_id))
+        return core_error_set(EVOLVE_EINVAL,
+                              "autohand permission reply: request id is not valid UTF-8");
     n = strlen(request_id);
     line = malloc(sizeof(prefix) + n);
     if (!line)
@@ -52,9 +86,8 @@ int evolve_autohand_permission_reply(char **json_out, const char *request_id,
     memcpy(line + sizeof(prefix) - 1, request_id, n + 1);
     id = json_string(line);
     free(line);
-    if (!id) /* json_string refuses invalid UTF-8 (or ran out of memory) */
-        return core_error_set(EVOLVE_EINVAL,
-                              "autohand permission reply: request id is not valid UTF-8");
+    if (!id)
+        return core_error_oom();
     req = json_pack("{s:s, s:o, s:s, s:{s:s, s:s, s:b}}", "jsonrpc", "2.0", "id", id, "method",
                     "autohand.permissionResponse", "params", "requestId", request_id, "decision",
                     name, "allowed", allowed);

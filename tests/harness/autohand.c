@@ -716,6 +716,16 @@ Test(hns_autohand, permission_reply_rejects_bad_input)
     cr_assert_eq(evolve_autohand_permission_reply(&line, "\xff\xfe", EVOLVE_PERMISSION_DENY),
                  EVOLVE_EINVAL);
     cr_assert_not_null(strstr(evolve_error_last()->message, "UTF-8"));
+    cr_assert_eq(evolve_autohand_permission_reply(&line, "\xed\xa0\x80", EVOLVE_PERMISSION_DENY),
+                 EVOLVE_EINVAL, "a UTF-16 surrogate is not UTF-8");
+    cr_assert_eq(evolve_autohand_permission_reply(&line, "\xc0\xaf", EVOLVE_PERMISSION_DENY),
+                 EVOLVE_EINVAL, "overlong");
+    cr_assert_eq(evolve_autohand_permission_reply(&line, "r\xc3", EVOLVE_PERMISSION_DENY),
+                 EVOLVE_EINVAL, "truncated");
+    cr_assert_eq(evolve_autohand_permission_reply(&line, "r\xc3\xa9\xf0\x9f\x98\x80",
+                                                  EVOLVE_PERMISSION_DENY),
+                 0);
+    evolve_autohand_reply_free(line);
     cr_assert_eq(evolve_autohand_permission_reply(NULL, "r", EVOLVE_PERMISSION_DENY),
                  EVOLVE_EINVAL);
     cr_assert_null(evolve_permission_decision_name((evolve_permission_decision_t)-1));
