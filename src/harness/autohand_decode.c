@@ -402,6 +402,46 @@ static enum hns_autohand_params_type params_type_of_text(char first)
     }
 }
 
+/* Length of the well-formed UTF-8 sequence at s, or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned c = s[0], cp, n, i;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 1, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 2, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 3, cp = c & 0x07;
+    else
+        return 0;
+    for (i = 1; i <= n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n + 1;
+}
+
+/* The reason becomes a JSON string: jansson's error text quotes input bytes ("near '...'") and
+ * truncation may split a character, so bytes that are not well-formed UTF-8 become '?'. */
+static void utf8_scrub(char *s)
+{
+    while (*s) {
+        size_t n = utf8_seq((const unsigned char *)s);
+
+        if (n == 0)
+            *s++ = '?';
+        else
+            s += n;
+    }
+}
+
 static void set_reason(struct hns_autohand_hook *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -412,6 +452,7 @@ static void set_reason(struct hns_autohand_hook *h, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(h->reason_, sizeof(h->reason_), fmt, ap);
     va_end(ap);
+    utf8_scrub(h->reason_);
 }
 
 /* Parses line into h->root_, re-reading a number-fixed copy when jansson refuses a literal.

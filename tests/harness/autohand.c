@@ -940,3 +940,14 @@ Test(hns_autohand, long_multibyte_tool_name_is_kept_whole)
     json_decref(ev);
     free(line);
 }
+
+Test(hns_autohand, reason_quoting_broken_input_is_still_valid_utf8)
+{
+    /* jansson's error text quotes the offending bytes: half a character must not break the event */
+    const char *line = "{\"jsonrpc\":\"\xd0\x94thook.con\\u\xd0\x94thook\"}";
+    json_t *ev = one(line);
+
+    cr_assert_str_eq(update_type(ev), "unknown");
+    cr_assert_not_null(json_string_value(json_object_get(json_object_get(ev, "update"), "reason")));
+    json_decref(ev);
+}
