@@ -17,6 +17,8 @@
  * session_title_updated, mcp_status_changed, mission_*, mcp_auth_*, structured_output), JSON-RPC
  * responses that only carry a session id, repeated thoughts and completions (de-dup), and
  * session-log metadata (`_meta`, `_prompt`, `_sessionEnd`).
+ * Size: over ~600 lines because the reference's tool tables, the parser and the command
+ * builder of one agent live in one file (one descriptor per agent, DESIGN.md §3).
  * Threads: a parser instance is used by one thread at a time. */
 #include "harness/harness.h"
 

@@ -11,8 +11,7 @@
 
 #include "core/error.h"
 
-int hns_parser_new(struct hns_parser **out, const char *agent_name, hns_emit_fn emit,
-                   void *payload)
+int hns_parser_new(struct hns_parser **out, const char *agent_name, hns_emit_fn emit, void *payload)
 {
     const struct hns_agent *agent = hns_agent_find(agent_name);
     struct hns_parser *p;

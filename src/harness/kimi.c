@@ -10,6 +10,8 @@
  * Produce nothing, deliberately: session-log metadata (`_meta`, `_prompt`) and `role:"meta"`
  * resume hints; an assistant line with no text and no tool call; the first result of a todo
  * list call (the reference's suppression).
+ * Size: over ~600 lines because the reference's tool tables, the parser and the command
+ * builder of one agent live in one file (one descriptor per agent, DESIGN.md §3).
  * Threads: a parser instance is used by one thread at a time. */
 #include "harness/harness.h"
 

@@ -10,6 +10,8 @@
  * reference drops (unknown types, tool parts without a callID, non-JSON) become `unknown`.
  * Produce nothing, deliberately: `step_start` (a step boundary with a snapshot id), text and
  * reasoning parts with empty text, session-log metadata (`_meta`, `_prompt`, `_sessionEnd`).
+ * Size: over ~600 lines because the reference's tool tables, the parser and the command
+ * builder of one agent live in one file (one descriptor per agent, DESIGN.md §3).
  * Threads: any; no state. */
 #include "harness/harness.h"
 

@@ -11,6 +11,8 @@
  * metadata (`_meta`, `_prompt`), `stream_event` message_start/message_delta/message_stop/ping
  * (the assistant line repeats their content and usage), a `result` with neither usage nor error.
  * Qwen prints no timestamps, so none is set.
+ * Size: over ~600 lines because the reference's tool tables, the parser and the command
+ * builder of one agent live in one file (one descriptor per agent, DESIGN.md §3).
  * Threads: a parser instance is used by one thread at a time. */
 #include "harness/harness.h"
 

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #define HNS_AGENT_DECL(name) extern const struct hns_agent hns_agent_##name __attribute__((weak));
-#define HNS_AGENTS(X) X(claude) X(codex) X(gemini) X(qwen) X(kimi) X(opencode) X(droid) \
-    X(autohand) X(replay)
+#define HNS_AGENTS(X)                                                                              \
+    X(claude) X(codex) X(gemini) X(qwen) X(kimi) X(opencode) X(droid) X(autohand) X(replay)
 HNS_AGENTS(HNS_AGENT_DECL)
 
 const struct hns_agent *const *hns_agent_list(void)
