@@ -267,7 +267,7 @@ static int parse_tool(struct hns_parser *p, const struct hns_meta *m, const json
     const json_t *call = json_object_get(part, "callID"), *tool = json_object_get(part, "tool");
     const json_t *state = json_object_get(part, "state"), *in, *title, *exit, *out;
     const char *status, *ustatus;
-    char name[128], *title_s = NULL, *text = NULL;
+    char *name = NULL, *title_s = NULL, *text = NULL;
     json_t *content = NULL, *locations = NULL, *u, *empty = NULL;
     int rc;
     size_t i;
@@ -279,9 +279,12 @@ static int parse_tool(struct hns_parser *p, const struct hns_meta *m, const json
     in = json_object_get(state, "input");
     if (!hns_js_truthy(in) || !json_is_object(in))
         in = NULL;
-    /* tool names are short identifiers; a longer one cannot match the tables anyway */
-    snprintf(name, sizeof(name), "%s", json_is_string(tool) ? json_string_value(tool) : "");
-    for (i = 0; name[i]; i++)
+    name = strdup(json_is_string(tool) ? json_string_value(tool) : "");
+    if (!name) {
+        json_decref(empty);
+        return core_error_oom();
+    }
+    for (i = 0; name[i]; i++) /* ASCII only, as JS toLowerCase on the names in the tables */
         name[i] = (char)tolower((unsigned char)name[i]);
     title = nullish(json_object_get(state, "title"),
                     json_object_get(json_object_get(state, "metadata"), "description"));
@@ -361,6 +364,7 @@ static int parse_tool(struct hns_parser *p, const struct hns_meta *m, const json
         rc = hns_emit_update(p, m, u);
     }
 done:
+    free(name);
     free(text);
     free(title_s);
     json_decref(content);

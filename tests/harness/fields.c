@@ -102,3 +102,27 @@ Test(hns_fields, unknown_reason_names_the_json_error_or_the_json_type)
     hns_parser_free(p);
     json_decref(out);
 }
+
+Test(hns_fields, unknown_raw_replaces_bytes_that_are_not_utf8_like_node)
+{
+    static const char line[] = "a\xff\xe2\x82"
+                               "b\xf0\x9f\x98\x80\xed\xa0\x80\xc0\xaf\xe2\x82";
+    struct hns_parser *p;
+    json_t *out = json_array();
+    char *dump;
+
+    cr_assert_eq(hns_parser_new(&p, "opencode", collect, out), 0);
+    cr_assert_eq(hns_parser_feed(p, line, sizeof(line) - 1), 0);
+    cr_assert_eq(json_array_size(out), 1);
+    /* what Buffer.toString("utf8") gives: one U+FFFD per maximal invalid subpart */
+    cr_assert_str_eq(json_string_value(
+                         json_object_get(json_object_get(json_array_get(out, 0), "update"), "raw")),
+                     "a\xef\xbf\xbd\xef\xbf\xbd"
+                     "b\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                     "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    dump = json_dumps(json_array_get(out, 0), JSON_COMPACT);
+    cr_assert_not_null(dump, "the event serialises");
+    free(dump);
+    hns_parser_free(p);
+    json_decref(out);
+}
