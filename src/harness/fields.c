@@ -69,8 +69,15 @@ json_t *hns_parse_object(struct hns_parser *p, const char *line, size_t len, int
                  : json_is_number(v) ? "number"
                  : json_is_null(v)   ? "null"
                                      : "boolean");
-    else
+    else {
+        /* jansson's text may quote the offending bytes (" near '...'"), which need not be UTF-8:
+         * keep only the message; the line itself is in `raw` */
+        char *near = strstr(err.text, " near ");
+
+        if (near)
+            *near = '\0';
         snprintf(reason, sizeof(reason), "not JSON: %s at column %d", err.text, err.column);
+    }
     json_decref(v);
     *rc = hns_emit_unknown(p, line, len, reason);
     return NULL;

@@ -175,7 +175,7 @@ int hns_emit_unknown(struct hns_parser *p, const char *line, size_t len, const c
         return core_error_oom();
     if (json_object_set_new(u, "sessionUpdate", json_string("unknown")) < 0 ||
         json_object_set_new(u, "raw", utf8_string(line, len)) < 0 ||
-        json_object_set_new(u, "reason", json_string(reason)) < 0) {
+        json_object_set_new(u, "reason", utf8_string(reason, strlen(reason))) < 0) {
         json_decref(u);
         return core_error_oom();
     }

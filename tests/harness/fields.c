@@ -123,6 +123,12 @@ Test(hns_fields, unknown_raw_replaces_bytes_that_are_not_utf8_like_node)
     dump = json_dumps(json_array_get(out, 0), JSON_COMPACT);
     cr_assert_not_null(dump, "the event serialises");
     free(dump);
+    /* jansson quotes the bad bytes in its error text: the reason must stay UTF-8 too */
+    cr_assert_eq(hns_parser_feed(p, "{\"a\":\"\\\xe0\xb4\x8c\xa3\xdd\x82}", 14), 0);
+    cr_assert_eq(json_array_size(out), 2);
+    dump = json_dumps(json_array_get(out, 1), JSON_COMPACT);
+    cr_assert_not_null(dump, "the event serialises");
+    free(dump);
     hns_parser_free(p);
     json_decref(out);
 }
