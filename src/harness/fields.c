@@ -251,7 +251,7 @@ int hns_droid_session_id(const char *line, size_t len, char *out, size_t size)
         out[0] = '\0';
     if (id) {
         n = strlen(id);
-        if (n + 1 > size || n > 4096)
+        if (n + 1 > size)
             rc = core_error_set(EVOLVE_EINVAL, "droid session id of %zu bytes does not fit", n);
         else {
             memcpy(out, id, n + 1);

@@ -22,6 +22,7 @@
 #include "core/error.h"
 
 #define DEFAULT_MODEL "qwen3.7-max"
+#define MAX_SLOTS     4096
 
 /* One streaming content block slot, keyed by its `index` (JS Map semantics: default 0). */
 struct slot {
@@ -500,6 +501,8 @@ static struct slot *slot_get(struct qwen_state *st, const char *key, int create)
             return &st->slots[i];
     if (!create)
         return NULL;
+    if (st->n >= MAX_SLOTS) /* blocks that never stop: bound the memory a stream can hold */
+        return NULL;
     if (st->n == st->cap) {
         size_t cap = st->cap ? st->cap * 2 : 4;
         struct slot *ns = realloc(st->slots, cap * sizeof(*ns));
@@ -588,9 +591,13 @@ static int parse_stream_event(struct hns_parser *p, const struct hns_meta *m, co
 
         if (block) {
             s = slot_get(st, key, 1);
-            if (!s) {
+            if (!s && st->n < MAX_SLOTS) {
                 free(key);
                 return core_error_oom();
+            }
+            if (!s) {
+                free(key);
+                return hns_emit_unknown(p, line, len, "qwen stream with too many open blocks");
             }
             json_decref(s->block);
             s->block = json_incref((json_t *)block);

@@ -1,6 +1,7 @@
 /* Qwen Code harness: stream parser against the reference vectors and real traces, our added
  * fields (usage, error, unknown, model, messageId, parentToolCallId), and the command line. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,4 +273,28 @@ Test(hns_qwen, command_without_prompt_is_invalid)
 
     cr_assert_eq(hns_agent_find("qwen")->build_command(&c, &spec), EVOLVE_EINVAL);
     cr_assert_not_null(strstr(evolve_error_last()->message, "qwen"));
+}
+
+Test(hns_qwen, blocks_that_never_stop_are_bounded)
+{
+    enum { N = 4097 };
+    static char buf[N][160];
+    const char *lines[N];
+    json_t *ev;
+    size_t i;
+
+    for (i = 0; i < N; i++) {
+        snprintf(buf[i], sizeof(buf[i]),
+                 "{\"type\":\"stream_event\",\"event\":{\"type\":\"content_block_start\",\"index\":"
+                 "%zu,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}}",
+                 i);
+        lines[i] = buf[i];
+    }
+    ev = ac_feed("qwen", lines, N);
+    cr_assert_not_null(ev);
+    cr_assert_eq(json_array_size(ev), 1, "only the block past the bound is reported");
+    cr_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_array_get(ev, 0), "update"), "sessionUpdate")),
+                     "unknown");
+    json_decref(ev);
 }
