@@ -183,3 +183,19 @@ Test(hns_kimi, resume_and_no_thinking)
     cr_assert_str_eq(hns_agent_find("kimi")->instruction_file, "AGENTS.md");
     cr_assert_str_eq(hns_agent_find("kimi")->state_dirs[0], ".kimi-code");
 }
+
+Test(hns_kimi, inputs_that_crash_the_reference_are_survived)
+{
+    /* spec §2.1: a tool call without id whose function.name is not a string */
+    static const char *const lines[] = {
+        "{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":{\"x\":1},\"arguments\":"
+        "\"{}\"}},{\"function\":{\"name\":12}}]}",
+    };
+    json_t *ev = feed(lines, 1);
+
+    cr_assert_eq(json_array_size(ev), 2);
+    cr_assert_str_eq(update_str(ev, 0, "toolCallId"), "kimi__object_Object__1");
+    cr_assert_str_eq(update_str(ev, 1, "toolCallId"), "kimi_12_2");
+    cr_assert_str_eq(update_str(ev, 1, "title"), "12");
+    json_decref(ev);
+}

@@ -298,3 +298,26 @@ Test(hns_qwen, blocks_that_never_stop_are_bounded)
                      "unknown");
     json_decref(ev);
 }
+
+Test(hns_qwen, inputs_that_crash_the_reference_are_survived)
+{
+    /* spec §2.1: unknown/null assistant blocks, null user blocks and null tool_result items */
+    static const char *const lines[] = {
+        "{\"type\":\"assistant\",\"message\":{\"content\":[null,{\"type\":\"redacted_thinking\"},"
+        "{\"type\":\"text\",\"text\":\"ok\"}]}}",
+        "{\"type\":\"user\",\"message\":{\"content\":[null,{\"type\":\"tool_result\",\"tool_use_"
+        "id\":"
+        "\"t\",\"content\":[null,{\"type\":\"text\",\"text\":\"r\"},{\"type\":\"text\",\"text\":7}]"
+        "}]}}",
+        "null",
+    };
+    json_t *ev = ac_feed("qwen", lines, 3);
+
+    cr_assert_not_null(ev);
+    cr_assert_eq(json_array_size(ev), 4, "unknown, text, tool update, unknown");
+    assert_subset(json_array_get(ev, 1), "{\"update\":{\"content\":{\"text\":\"ok\"}}}");
+    assert_subset(json_array_get(ev, 2),
+                  "{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"content\":[{\"content\":"
+                  "{\"text\":\"r\"}},{\"content\":{\"text\":\"7\"}}]}}");
+    json_decref(ev);
+}
