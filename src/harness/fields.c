@@ -276,8 +276,3 @@ char *hns_str_or(const json_t *v, const char *fallback)
         return s;
     }
 }
-
-json_t *hns_string_ref(const json_t *v)
-{
-    return json_is_string(v) ? json_incref((json_t *)v) : NULL;
-}

@@ -199,9 +199,6 @@ json_t *hns_object_except(const json_t *src, const char *const *skip);
 /* JS `String(v || fallback)` (the title idiom of the reference parsers). malloc'd; NULL on OOM. */
 char *hns_str_or(const json_t *v, const char *fallback);
 
-/* A new reference to v when it is a JSON string, else NULL (for "string or absent" fields). */
-json_t *hns_string_ref(const json_t *v);
-
 /* Droid session capture (spec harness-wire §2.4, the session runtime's job): finds a non-empty
  * string `sessionId` or `session_id` in the raw line, at top level, then recursively under
  * `result`, `params`, `notification`. Writes it NUL-terminated into out (size bytes) and
