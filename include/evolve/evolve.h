@@ -7,6 +7,7 @@
 
 #include "evolve/common.h"
 #include "evolve/event.h"
+#include "evolve/autohand.h"
 #include "evolve/runtime.h"
 #include "evolve/session.h"
 

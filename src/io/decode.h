@@ -15,8 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- lines ------------------------------------------------------------------------------------
- */
+/* ---- lines ----------------------------------------------------------------------------------- */
 
 /* line excludes its LF (a CR before it is kept: the caller decides). */
 typedef int (*io_line_fn)(const char *line, size_t len, void *payload);
@@ -77,8 +76,7 @@ int io_sse_feed(struct io_sse *d, const char *data, size_t len, io_sse_fn fn, vo
 /* End of stream: an event not terminated by a blank line is discarded (spec behaviour). */
 void io_sse_finish(struct io_sse *d);
 
-/* ---- Connect protocol streaming envelopes -----------------------------------------------------
- */
+/* ---- Connect protocol streaming envelopes ---------------------------------------------------- */
 
 #define IO_CONNECT_FLAG_COMPRESSED 0x01
 #define IO_CONNECT_FLAG_END_STREAM 0x02

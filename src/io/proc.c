@@ -110,8 +110,7 @@ pid_t io_proc_pid(const struct io_proc *p)
     return p->pid;
 }
 
-/* ---- reactor side -----------------------------------------------------------------------------
- */
+/* ---- reactor side ---------------------------------------------------------------------------- */
 
 static void close_pipe(struct io_reactor *r, struct pipe_end *pe)
 {
@@ -422,8 +421,7 @@ static void op_on_reactor(struct io_reactor *r, void *arg)
     unref(p); /* the op's reference */
 }
 
-/* ---- caller side ------------------------------------------------------------------------------
- */
+/* ---- caller side ----------------------------------------------------------------------------- */
 
 static int post_op(struct io_proc *p, enum op_kind kind, int sig, const void *data, size_t len)
 {

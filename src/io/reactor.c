@@ -58,7 +58,9 @@ struct io_timer {
 
 struct io_watch {
     int fd;
-    uint32_t events; /* what is registered with epoll; 0 = paused */
+    uint32_t events; /* what is wanted; 0 = paused, and then the fd is not in the epoll set at
+                        all (epoll always reports EPOLLHUP/EPOLLERR, so a paused pipe whose
+                        writer is gone would otherwise wake the loop forever) */
     enum io_stage stage;
     bool dead;
     io_watch_fn fn;
@@ -82,6 +84,7 @@ struct io_reactor {
     atomic_int wake_pending;           /* 1 while an eventfd write is outstanding */
     atomic_int stopping;               /* set once by io_reactor_free */
     atomic_int posters;                /* io_reactor_post calls between check and push */
+    atomic_ullong wakeups;             /* eventfd writes by posters (statistics only) */
 
     /* Reactor thread only. */
     struct io_timer **heap;
@@ -114,6 +117,12 @@ bool io_reactor_on_thread(const struct io_reactor *r)
     return tls_reactor == r;
 }
 
+uint64_t io_reactor_wakeups(const struct io_reactor *r)
+{
+    /* relaxed: a statistic; nothing is ordered by it. */
+    return atomic_load_explicit(&((struct io_reactor *)r)->wakeups, memory_order_relaxed);
+}
+
 bool io_reactor_stopping(const struct io_reactor *r)
 {
     assert(io_reactor_on_thread(r));
@@ -135,8 +144,7 @@ uint64_t io_reactor_random(struct io_reactor *r)
     return r->rng * 0x2545F4914F6CDD1DULL;
 }
 
-/* ---- timers: a binary min-heap on (deadline, seq) ---------------------------------------------
- */
+/* ---- timers: a binary min-heap on (deadline, seq) -------------------------------------------- */
 
 static bool timer_before(const struct io_timer *a, const struct io_timer *b)
 {
@@ -265,8 +273,7 @@ static int run_timers(struct io_reactor *r)
     return -1;
 }
 
-/* ---- watches ----------------------------------------------------------------------------------
- */
+/* ---- watches --------------------------------------------------------------------------------- */
 
 static void list_unlink(struct io_watch **head, struct io_watch *w)
 {
@@ -307,7 +314,7 @@ struct io_watch *io_reactor_watch(struct io_reactor *r, int fd, uint32_t events,
     w->arg = arg;
     ev.events = events;
     ev.data.ptr = w;
-    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    if (events && epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         core_error_set(EVOLVE_ERROR, "reactor: epoll_ctl add fd %d: %s", fd, strerror(errno));
         free(w);
         return NULL;
@@ -320,14 +327,16 @@ int io_reactor_watch_set(struct io_reactor *r, struct io_watch *w, uint32_t even
 {
     struct epoll_event ev = {0};
 
+    int op;
+
     assert(io_reactor_on_thread(r) && !w->dead);
     if (w->events == events)
         return 0;
+    op = !events ? EPOLL_CTL_DEL : !w->events ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
     ev.events = events;
     ev.data.ptr = w;
-    if (epoll_ctl(r->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
-        return core_error_set(EVOLVE_ERROR, "reactor: epoll_ctl mod fd %d: %s", w->fd,
-                              strerror(errno));
+    if (epoll_ctl(r->epfd, op, w->fd, &ev) < 0)
+        return core_error_set(EVOLVE_ERROR, "reactor: epoll_ctl fd %d: %s", w->fd, strerror(errno));
     w->events = events;
     return 0;
 }
@@ -343,7 +352,8 @@ void io_reactor_unwatch(struct io_reactor *r, struct io_watch *w)
     if (!w || w->dead)
         return;
     /* ENOENT/EBADF are fine: curl may already have closed the socket. */
-    epoll_ctl(r->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+    if (w->events)
+        epoll_ctl(r->epfd, EPOLL_CTL_DEL, w->fd, NULL);
     w->dead = true;
     list_unlink(&r->live, w);
     list_push(&r->dead, w);
@@ -379,8 +389,7 @@ static void dispatch(struct io_reactor *r, const struct epoll_event *evs, int n,
     }
 }
 
-/* ---- the inbox --------------------------------------------------------------------------------
- */
+/* ---- the inbox ------------------------------------------------------------------------------- */
 
 int io_reactor_post(struct io_reactor *r, io_post_fn fn, void *arg)
 {
@@ -416,6 +425,7 @@ int io_reactor_post(struct io_reactor *r, io_post_fn fn, void *arg)
         ssize_t w = write(r->evfd, &one, sizeof(one));
 
         (void)w; /* EAGAIN means the counter is already non-zero: still a wake-up */
+        atomic_fetch_add_explicit(&r->wakeups, 1, memory_order_relaxed); /* a statistic */
     }
     atomic_fetch_sub_explicit(&r->posters, 1, memory_order_seq_cst);
     return 0;

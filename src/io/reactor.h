@@ -47,6 +47,10 @@ int io_reactor_post(struct io_reactor *r, io_post_fn fn, void *arg);
 /* True when called on r's reactor thread. @thread any */
 bool io_reactor_on_thread(const struct io_reactor *r);
 
+/* How many times posters wrote the eventfd: posts made while a wake-up is already pending do
+ * not write it again. A statistic for tests and benchmarks. @thread any */
+uint64_t io_reactor_wakeups(const struct io_reactor *r);
+
 /* True once io_reactor_free has begun. @thread reactor */
 bool io_reactor_stopping(const struct io_reactor *r);
 
@@ -77,7 +81,8 @@ enum io_stage { IO_STAGE_CURL = 0, IO_STAGE_PROC = 1 };
 typedef void (*io_watch_fn)(struct io_reactor *r, struct io_watch *w, uint32_t revents, void *arg);
 
 /* Watches fd (not owned: the caller closes it, after io_reactor_unwatch) for `events` (EPOLLIN
- * and/or EPOLLOUT, level-triggered; 0 = registered but paused).
+ * and/or EPOLLOUT, level-triggered; 0 = paused: the fd is kept out of epoll, so not even
+ * EPOLLHUP/EPOLLERR are reported until the events are set again).
  * @return the watch, or NULL with the error set (EVOLVE_ENOMEM, EVOLVE_ERROR). @thread reactor */
 struct io_watch *io_reactor_watch(struct io_reactor *r, int fd, uint32_t events,
                                   enum io_stage stage, io_watch_fn fn, void *arg);

@@ -105,8 +105,7 @@ Test(io_decode, lines_callback_error_stops_feed_with_its_code)
     io_lines_dispose(&l);
 }
 
-/* ---- SSE --------------------------------------------------------------------------------------
- */
+/* ---- SSE ------------------------------------------------------------------------------------- */
 
 static int on_sse(const struct io_sse_event *ev, void *payload)
 {
@@ -175,8 +174,7 @@ Test(io_decode, sse_event_larger_than_cap_fails_naming_the_cap)
     io_sse_dispose(&d);
 }
 
-/* ---- Connect envelopes ------------------------------------------------------------------------
- */
+/* ---- Connect envelopes ----------------------------------------------------------------------- */
 
 static int on_msg(const struct io_connect_msg *m, void *payload)
 {
