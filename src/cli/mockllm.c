@@ -71,12 +71,15 @@ static void print_env(const char *base)
 
 int cli_mockllm_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"scenario", required_argument, NULL, 's'}, {"port", required_argument, NULL, 'p'},
-        {"host", required_argument, NULL, 'H'},     {"log", required_argument, NULL, 'l'},
-        {"log-bodies", no_argument, NULL, 'b'},     {"scenario-dir", required_argument, NULL, 'd'},
-        {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"scenario", required_argument, NULL, 's'},
+                                         {"port", required_argument, NULL, 'p'},
+                                         {"host", required_argument, NULL, 'H'},
+                                         {"log", required_argument, NULL, 'l'},
+                                         {"log-bodies", no_argument, NULL, 'b'},
+                                         {"scenario-dir", required_argument, NULL, 'd'},
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     struct mock_config cfg = {0};
     struct mock_server *srv;
     sigset_t set;
@@ -142,8 +145,7 @@ int cli_mockllm_main(int argc, char **argv)
     fflush(stdout);
     sigwait(&set, &sig);
     fprintf(stderr, "evolve mock-llm: %s, stopping after %llu requests\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM",
-            (unsigned long long)mock_server_requests(srv));
+            sig == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)mock_server_requests(srv));
     mock_server_stop(srv);
     return 0;
 }

@@ -8,11 +8,26 @@
 
 #include "mockllm/mock_impl.h"
 
-static int is_assistant(const json_t *m)
+static int classify(const json_t *m, const char **text)
 {
     const char *role = json_string_value(json_object_get(m, "role"));
+    json_t *content = json_object_get(m, "content"), *b;
+    int kind = 1;
+    size_t i;
 
-    return role && !strcmp(role, "assistant");
+    if (!role || strcmp(role, "assistant"))
+        return 0;
+    *text = json_string_value(content);
+    json_array_foreach(content, i, b)
+    {
+        const char *type = json_string_value(json_object_get(b, "type"));
+
+        if (type && (!strcmp(type, "tool_use") || !strcmp(type, "server_tool_use")))
+            kind = 2;
+        else if (type && !strcmp(type, "text") && !*text)
+            *text = json_string_value(json_object_get(b, "text"));
+    }
+    return kind;
 }
 
 static int inspect(struct mock_view *v)
@@ -25,7 +40,8 @@ static int inspect(struct mock_view *v)
         return EVOLVE_EINVAL;
     v->model = json_string_value(json_object_get(v->body, "model"));
     v->stream = json_is_true(json_object_get(v->body, "stream"));
-    json_array_foreach(tools, i, t) {
+    json_array_foreach(tools, i, t)
+    {
         const char *type = json_string_value(json_object_get(t, "type"));
 
         /* server tools (web_search_20250305, ...) carry a type and no schema: not callable */
@@ -35,8 +51,9 @@ static int inspect(struct mock_view *v)
                       json_string_value(json_object_get(t, "description")),
                       json_object_get(t, "input_schema"), MOCK_TOOL_FUNCTION);
     }
-    v->turn = mock_count_runs(msgs, is_assistant);
-    json_array_foreach(msgs, i, m) {
+    mock_collect_runs(v, msgs, classify);
+    json_array_foreach(msgs, i, m)
+    {
         const char *role = json_string_value(json_object_get(m, "role"));
 
         if (role && !strcmp(role, "user")) {
@@ -58,9 +75,9 @@ static json_t *usage(const struct mock_reply *r, int final)
 
     /* Anthropic's input_tokens excludes both cache shares. */
     return json_pack("{sI sI sI sI}", "input_tokens", (json_int_t)fresh, "output_tokens",
-                     (json_int_t)(final ? r->completion_tokens : 1),
-                     "cache_creation_input_tokens", (json_int_t)r->cache_write_tokens,
-                     "cache_read_input_tokens", (json_int_t)r->cache_read_tokens);
+                     (json_int_t)(final ? r->completion_tokens : 1), "cache_creation_input_tokens",
+                     (json_int_t)r->cache_write_tokens, "cache_read_input_tokens",
+                     (json_int_t)r->cache_read_tokens);
 }
 
 static json_t *block_json(const struct mock_block *b)
@@ -102,8 +119,8 @@ static void render_error(const struct mock_reply *r, struct mock_stream *out)
                                                 : "api_error";
 
     mock_stream_error(out, r->error_status, r->retry_after_s,
-                      json_pack("{ss s{ss ss}}", "type", "error", "error", "type", type,
-                                "message", r->error_message));
+                      json_pack("{ss s{ss ss}}", "type", "error", "error", "type", type, "message",
+                                r->error_message));
 }
 
 static void render(const struct mock_reply *r, const struct mock_view *v, struct mock_stream *out)
@@ -123,17 +140,17 @@ static void render(const struct mock_reply *r, const struct mock_view *v, struct
             json_array_append_new(content, block_json(&r->blocks[i]));
         mock_stream_tokens(out, r->completion_tokens);
         out->content_type = "application/json";
-        mock_stream_json(out, json_pack("{ss ss ss ss so ss sn so}", "id", r->id, "type",
-                                        "message", "role", "assistant", "model", model,
-                                        "content", content, "stop_reason", stop_reason(r),
-                                        "stop_sequence", "usage", usage(r, 1)));
+        mock_stream_json(out, json_pack("{ss ss ss ss so ss sn so}", "id", r->id, "type", "message",
+                                        "role", "assistant", "model", model, "content", content,
+                                        "stop_reason", stop_reason(r), "stop_sequence", "usage",
+                                        usage(r, 1)));
         return;
     }
     mock_stream_sse(out, "message_start",
                     json_pack("{ss s{ss ss ss ss s[] sn sn so}}", "type", "message_start",
                               "message", "id", r->id, "type", "message", "role", "assistant",
-                              "model", model, "content", "stop_reason", "stop_sequence",
-                              "usage", usage(r, 0)));
+                              "model", model, "content", "stop_reason", "stop_sequence", "usage",
+                              usage(r, 0)));
     mock_stream_sse(out, "ping", json_pack("{ss}", "type", "ping"));
     for (i = 0; i < r->nblocks; i++) {
         const struct mock_block *b = &r->blocks[i];
@@ -166,13 +183,11 @@ static void render(const struct mock_reply *r, const struct mock_view *v, struct
                                       (json_int_t)i, "delta", "type", "signature_delta",
                                       "signature", "mock-signature"));
         mock_stream_sse(out, "content_block_stop",
-                        json_pack("{ss sI}", "type", "content_block_stop", "index",
-                                  (json_int_t)i));
+                        json_pack("{ss sI}", "type", "content_block_stop", "index", (json_int_t)i));
     }
     mock_stream_sse(out, "message_delta",
-                    json_pack("{ss s{ss sn} so}", "type", "message_delta", "delta",
-                              "stop_reason", stop_reason(r), "stop_sequence", "usage",
-                              usage(r, 1)));
+                    json_pack("{ss s{ss sn} so}", "type", "message_delta", "delta", "stop_reason",
+                              stop_reason(r), "stop_sequence", "usage", usage(r, 1)));
     mock_stream_sse(out, "message_stop", json_pack("{ss}", "type", "message_stop"));
 }
 

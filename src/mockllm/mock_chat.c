@@ -8,11 +8,14 @@
 
 #include "mockllm/mock_impl.h"
 
-static int is_assistant(const json_t *m)
+static int classify(const json_t *m, const char **text)
 {
     const char *role = json_string_value(json_object_get(m, "role"));
 
-    return role && !strcmp(role, "assistant");
+    if (!role || strcmp(role, "assistant"))
+        return 0;
+    *text = mock_first_text(json_object_get(m, "content"));
+    return json_array_size(json_object_get(m, "tool_calls")) ? 2 : 1;
 }
 
 static int inspect(struct mock_view *v)
@@ -27,7 +30,8 @@ static int inspect(struct mock_view *v)
     v->stream = json_is_true(json_object_get(v->body, "stream"));
     v->include_usage =
         json_is_true(json_object_get(json_object_get(v->body, "stream_options"), "include_usage"));
-    json_array_foreach(tools, i, t) {
+    json_array_foreach(tools, i, t)
+    {
         json_t *fn = json_object_get(t, "function");
 
         if (json_is_object(fn))
@@ -35,8 +39,9 @@ static int inspect(struct mock_view *v)
                           json_string_value(json_object_get(fn, "description")),
                           json_object_get(fn, "parameters"), MOCK_TOOL_FUNCTION);
     }
-    v->turn = mock_count_runs(msgs, is_assistant);
-    json_array_foreach(msgs, i, m) {
+    mock_collect_runs(v, msgs, classify);
+    json_array_foreach(msgs, i, m)
+    {
         const char *role = json_string_value(json_object_get(m, "role"));
 
         if (role && !strcmp(role, "user")) {
@@ -52,8 +57,8 @@ static json_t *usage(const struct mock_reply *r)
     /* OpenAI's prompt_tokens includes the cached share. */
     return json_pack("{sI sI sI s{sI}}", "prompt_tokens", (json_int_t)r->prompt_tokens,
                      "completion_tokens", (json_int_t)r->completion_tokens, "total_tokens",
-                     (json_int_t)(r->prompt_tokens + r->completion_tokens),
-                     "prompt_tokens_details", "cached_tokens", (json_int_t)r->cache_read_tokens);
+                     (json_int_t)(r->prompt_tokens + r->completion_tokens), "prompt_tokens_details",
+                     "cached_tokens", (json_int_t)r->cache_read_tokens);
 }
 
 struct chunk_ctx {
@@ -92,7 +97,7 @@ static void on_piece(const char *p, size_t len, void *ud)
 
 static void render(const struct mock_reply *r, const struct mock_view *v, struct mock_stream *out)
 {
-    struct chunk_ctx c = {out, r, v->model ? v->model : "mock-model", (json_int_t)time(NULL),
+    struct chunk_ctx c = {out,  r, v->model ? v->model : "mock-model", (json_int_t)time(NULL),
                           NULL, 0};
     const char *finish = r->has_calls ? "tool_calls" : "stop";
     json_t *msg, *calls, *text = NULL, *reasoning = NULL;
@@ -113,8 +118,8 @@ static void render(const struct mock_reply *r, const struct mock_view *v, struct
 
             if (b->kind == MOCK_BLOCK_CALL)
                 json_array_append_new(calls, json_pack("{ss ss s{ss ss}}", "id", b->id, "type",
-                                                       "function", "function", "name",
-                                                       b->tool_name, "arguments", b->args_json));
+                                                       "function", "function", "name", b->tool_name,
+                                                       "arguments", b->args_json));
             else if (b->kind == MOCK_BLOCK_TEXT && !text)
                 text = json_string(b->text);
             else if (b->kind == MOCK_BLOCK_THINKING && !reasoning)
@@ -146,9 +151,9 @@ static void render(const struct mock_reply *r, const struct mock_view *v, struct
         c.field = NULL;
         c.call_index = ncall++;
         chunk(&c,
-              json_pack("{s[{sI ss ss s{ss ss}}]}", "tool_calls", "index",
-                        (json_int_t)c.call_index, "id", b->id, "type", "function", "function",
-                        "name", b->tool_name, "arguments", ""),
+              json_pack("{s[{sI ss ss s{ss ss}}]}", "tool_calls", "index", (json_int_t)c.call_index,
+                        "id", b->id, "type", "function", "function", "name", b->tool_name,
+                        "arguments", ""),
               NULL);
         mock_split(b->args_json, 32, on_piece, &c);
     }

@@ -19,21 +19,42 @@ static int is_model(const json_t *c)
     return role && !strcmp(role, "model");
 }
 
+static int classify(const json_t *c, const char **text)
+{
+    json_t *p;
+    int kind = 1;
+    size_t i;
+
+    if (!is_model(c))
+        return 0;
+    json_array_foreach(json_object_get(c, "parts"), i, p)
+    {
+        if (json_object_get(p, "functionCall"))
+            kind = 2;
+        else if (!*text && !json_is_true(json_object_get(p, "thought")))
+            *text = json_string_value(json_object_get(p, "text"));
+    }
+    return kind;
+}
+
 static int inspect(struct mock_view *v)
 {
-    json_t *tools = json_object_get(v->body, "tools"), *contents = json_object_get(v->body, "contents");
+    json_t *tools = json_object_get(v->body, "tools"),
+           *contents = json_object_get(v->body, "contents");
     json_t *gc = json_object_get(v->body, "generationConfig"), *t, *fd, *c;
     const char *mime = json_string_value(json_object_get(gc, "responseMimeType"));
     size_t i, k;
 
     if (!json_is_array(contents))
         return EVOLVE_EINVAL;
-    json_array_foreach(tools, i, t) {
+    json_array_foreach(tools, i, t)
+    {
         json_t *decls = json_object_get(t, "functionDeclarations");
 
         if (!decls)
             decls = json_object_get(t, "function_declarations");
-        json_array_foreach(decls, k, fd) {
+        json_array_foreach(decls, k, fd)
+        {
             json_t *schema = json_object_get(fd, "parametersJsonSchema");
 
             if (!schema)
@@ -49,8 +70,9 @@ static int inspect(struct mock_view *v)
         if (!v->out_schema)
             v->out_schema = json_object_get(gc, "responseSchema");
     }
-    v->turn = mock_count_runs(contents, is_model);
-    json_array_foreach(contents, i, c) {
+    mock_collect_runs(v, contents, classify);
+    json_array_foreach(contents, i, c)
+    {
         if (!is_model(c)) {
             v->conv_key = mock_fnv(v->conv_key, mock_first_text(json_object_get(c, "parts")));
             break;
@@ -155,8 +177,8 @@ static void render_framed(const struct mock_reply *r, const struct mock_view *v,
         for (i = 0; i < r->nblocks; i++) {
             const struct mock_block *b = &r->blocks[i];
 
-            json_array_append_new(parts, part_of(b, b->text ? b->text : "",
-                                                 b->text ? strlen(b->text) : 0));
+            json_array_append_new(
+                parts, part_of(b, b->text ? b->text : "", b->text ? strlen(b->text) : 0));
         }
         mock_stream_tokens(out, r->completion_tokens);
         if (framing == FRAME_UNARY)

@@ -76,12 +76,21 @@ struct mock_tool {
 };
 
 #define MOCK_MAX_TOOLS 128
+#define MOCK_MAX_RUNS  256
+
+/* One assistant response already in the conversation (a run of assistant items). */
+struct mock_run {
+    int has_call;
+    const char *text; /* its first text, borrowed; NULL when it has none */
+};
 
 struct mock_view {
     json_t *body; /* borrowed */
     const char *model;
     int stream;
-    unsigned turn; /* assistant responses already in the conversation */
+    unsigned turn; /* this mock's responses already in the conversation (mock_select_turn) */
+    struct mock_run runs[MOCK_MAX_RUNS];
+    unsigned nruns;
     struct mock_tool tools[MOCK_MAX_TOOLS];
     size_t ntools;
     int include_usage;  /* chat: stream_options.include_usage */
@@ -92,7 +101,8 @@ struct mock_view {
     unsigned prompt_tokens;
 };
 
-/* ---- reply plan (mock_plan.c) ------------------------------------------------------------------ */
+/* ---- reply plan (mock_plan.c) ------------------------------------------------------------------
+ */
 
 enum mock_block_kind { MOCK_BLOCK_THINKING, MOCK_BLOCK_TEXT, MOCK_BLOCK_CALL };
 
@@ -134,7 +144,8 @@ void mock_reply_clear(struct mock_reply *r);
 struct mock_errcount *mock_errcount_new(void);
 void mock_errcount_free(struct mock_errcount *c);
 
-/* ---- tools (mock_tools.c) ------------------------------------------------------------------------ */
+/* ---- tools (mock_tools.c)
+ * ------------------------------------------------------------------------ */
 
 const struct mock_tool *mock_find_shell_tool(const struct mock_view *v);
 const struct mock_tool *mock_find_write_tool(const struct mock_view *v);
@@ -153,7 +164,8 @@ json_t *mock_fill_schema(const json_t *schema);
  * "Primary working directory: ", "<cwd>", "Working directory: ", ...). */
 void mock_find_cwd(const char *raw, size_t len, char *out, size_t size);
 
-/* ---- paced output (mock_stream.c) ----------------------------------------------------------------- */
+/* ---- paced output (mock_stream.c)
+ * ----------------------------------------------------------------- */
 
 struct mock_chunk {
     char *data;
@@ -191,7 +203,8 @@ void mock_split(const char *text, size_t n, void (*fn)(const char *p, size_t len
 /* The deterministic tokenizer: ceil(bytes / 4), at least 1 for non-empty input. */
 unsigned mock_tokens(size_t bytes);
 
-/* ---- dialects ---------------------------------------------------------------------------------------- */
+/* ---- dialects
+ * ---------------------------------------------------------------------------------------- */
 
 struct mock_dialect {
     const char *name;
@@ -212,8 +225,15 @@ extern const struct mock_dialect mock_dialect_gemini_arr; /* streamGenerateConte
 /* Helpers shared by the dialects (mock_plan.c). */
 void mock_add_tool(struct mock_view *v, const char *name, const char *desc, json_t *schema,
                    enum mock_tool_kind kind);
-/* Counts maximal runs of "assistant" items in an array; is_assistant decides per item. */
-unsigned mock_count_runs(const json_t *items, int (*is_assistant)(const json_t *item));
+/* Records the maximal runs of assistant items of `items` in v->runs. classify returns 0 for a
+ * non-assistant item, 1 for an assistant item, 2 for an assistant item with a tool call, and
+ * sets *text to the item's first text when it has one. */
+void mock_collect_runs(struct mock_view *v, const json_t *items,
+                       int (*classify)(const json_t *item, const char **text));
+/* Sets v->turn: the runs that this mock produced — those with a tool call, without text, or
+ * whose text is one of the scenario's texts. Runs an agent put in itself (qwen's "Got it.
+ * Thanks for the context!" after its context message) do not advance the script. */
+void mock_select_turn(struct mock_view *v, const struct mock_scenario *sc);
 /* FNV-1a over a string, continuing from h (start with MOCK_FNV_INIT). */
 #define MOCK_FNV_INIT 1469598103934665603ULL
 uint64_t mock_fnv(uint64_t h, const char *s);

@@ -26,20 +26,61 @@ void mock_add_tool(struct mock_view *v, const char *name, const char *desc, json
     v->ntools++;
 }
 
-unsigned mock_count_runs(const json_t *items, int (*is_assistant)(const json_t *item))
+void mock_collect_runs(struct mock_view *v, const json_t *items,
+                       int (*classify)(const json_t *item, const char **text))
 {
-    unsigned runs = 0;
     int prev = 0, cur;
     size_t i;
     json_t *it;
 
-    json_array_foreach((json_t *)items, i, it) {
-        cur = is_assistant(it);
-        if (cur && !prev)
-            runs++;
+    v->nruns = 0;
+    json_array_foreach((json_t *)items, i, it)
+    {
+        const char *text = NULL;
+
+        cur = classify(it, &text);
+        if (cur && !prev && v->nruns < MOCK_MAX_RUNS) {
+            v->runs[v->nruns].has_call = 0;
+            v->runs[v->nruns].text = NULL;
+            v->nruns++;
+        }
+        if (cur && v->nruns > 0) {
+            struct mock_run *r = &v->runs[v->nruns - 1];
+
+            r->has_call |= cur == 2;
+            if (!r->text && text && *text)
+                r->text = text;
+        }
         prev = cur;
     }
-    return runs;
+}
+
+/* True when `text` (an assistant text from the history) is one this scenario says. */
+static int scenario_says(const struct mock_scenario *sc, const char *text)
+{
+    size_t i;
+
+    if (strstr(sc->final_text, text) || strstr(text, sc->final_text) ||
+        strstr(sc->side_text, text) || strstr(text, sc->side_text) ||
+        !strncmp(text, "mock-llm: ", 10))
+        return 1;
+    for (i = 0; i < sc->nturns; i++) {
+        const char *t = sc->turns[i].text;
+
+        if (t && (strstr(t, text) || strstr(text, t)))
+            return 1;
+    }
+    return 0;
+}
+
+void mock_select_turn(struct mock_view *v, const struct mock_scenario *sc)
+{
+    unsigned i;
+
+    v->turn = 0;
+    for (i = 0; i < v->nruns; i++)
+        if (v->runs[i].has_call || !v->runs[i].text || scenario_says(sc, v->runs[i].text))
+            v->turn++;
 }
 
 uint64_t mock_fnv(uint64_t h, const char *s)
@@ -58,7 +99,8 @@ const char *mock_first_text(const json_t *content)
 
     if (json_is_string(content))
         return json_string_value(content);
-    json_array_foreach((json_t *)content, i, p) {
+    json_array_foreach((json_t *)content, i, p)
+    {
         const char *t = json_string_value(json_object_get(p, "text"));
 
         if (t)
@@ -81,7 +123,8 @@ const char *mock_error_text(int status)
     }
 }
 
-/* ---- error_times counters ------------------------------------------------------------------------ */
+/* ---- error_times counters
+ * ------------------------------------------------------------------------ */
 
 #define ERRCOUNT_SLOTS 4096
 
@@ -134,7 +177,8 @@ static unsigned errcount_bump(struct mock_errcount *c, uint64_t key, unsigned li
     return seen;
 }
 
-/* ---- the plan ------------------------------------------------------------------------------------- */
+/* ---- the plan
+ * ------------------------------------------------------------------------------------- */
 
 void mock_reply_clear(struct mock_reply *r)
 {
@@ -179,8 +223,8 @@ int mock_plan(struct mock_reply *r, const struct mock_scenario *sc, const struct
     r->cache_read_tokens = (unsigned)(view->prompt_tokens * sc->cache_read_fraction);
     r->cache_write_tokens = (unsigned)(view->prompt_tokens * sc->cache_write_fraction);
     r->pacing = t && t->has_pacing ? t->pacing : sc->pacing;
-    snprintf(r->id, sizeof(r->id), "mock%016llx%04x",
-             (unsigned long long)(view->conv_key ^ seq), view->turn & 0xffff);
+    snprintf(r->id, sizeof(r->id), "mock%016llx%04x", (unsigned long long)(view->conv_key ^ seq),
+             view->turn & 0xffff);
 
     if (t && t->error_status) {
         uint64_t key = mock_fnv(view->conv_key, sc->name) + view->turn * 0x9E3779B97F4A7C15ULL;
@@ -189,7 +233,8 @@ int mock_plan(struct mock_reply *r, const struct mock_scenario *sc, const struct
             errcount_bump(counters, key, t->error_times) < t->error_times) {
             r->error_status = t->error_status;
             r->retry_after_s = t->retry_after_s;
-            r->error_message = t->error_message ? t->error_message : mock_error_text(r->error_status);
+            r->error_message =
+                t->error_message ? t->error_message : mock_error_text(r->error_status);
             return 0;
         }
     }
@@ -222,8 +267,9 @@ int mock_plan(struct mock_reply *r, const struct mock_scenario *sc, const struct
             /* the request has tools but none that can do this: say so in text */
             char msg[160];
 
-            snprintf(msg, sizeof(msg), "mock-llm: turn %u wants a %s call but no such tool is "
-                                       "advertised.",
+            snprintf(msg, sizeof(msg),
+                     "mock-llm: turn %u wants a %s call but no such tool is "
+                     "advertised.",
                      view->turn, t->calls[i].kind == MOCK_CALL_SHELL ? "shell" : "file-write");
             if ((rc = add_text(r, MOCK_BLOCK_TEXT, msg)))
                 return rc;

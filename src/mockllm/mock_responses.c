@@ -11,20 +11,26 @@
 
 #include "mockllm/mock_impl.h"
 
-static int is_assistant(const json_t *it)
+static int classify(const json_t *it, const char **text)
 {
-    static const char *const types[] = {"function_call",   "custom_tool_call", "local_shell_call",
-                                        "reasoning",       "web_search_call",  "tool_search_call",
-                                        "image_generation_call", NULL};
+    static const char *const types[] = {
+        "function_call",   "custom_tool_call", "local_shell_call",      "reasoning",
+        "web_search_call", "tool_search_call", "image_generation_call", NULL};
     const char *type = json_string_value(json_object_get(it, "type"));
     const char *role = json_string_value(json_object_get(it, "role"));
     size_t i;
 
-    if (role)
-        return !strcmp(role, "assistant");
+    if (role) {
+        if (strcmp(role, "assistant"))
+            return 0;
+        *text = mock_first_text(json_object_get(it, "content"));
+        return 1;
+    }
+    if (type && !strcmp(type, "reasoning"))
+        return 1;
     for (i = 0; type && types[i]; i++)
         if (!strcmp(type, types[i]))
-            return 1;
+            return 2;
     return 0;
 }
 
@@ -36,7 +42,8 @@ static int inspect(struct mock_view *v)
 
     v->model = json_string_value(json_object_get(v->body, "model"));
     v->stream = json_is_true(json_object_get(v->body, "stream"));
-    json_array_foreach(tools, i, t) {
+    json_array_foreach(tools, i, t)
+    {
         const char *type = json_string_value(json_object_get(t, "type"));
         const char *name = json_string_value(json_object_get(t, "name"));
         const char *desc = json_string_value(json_object_get(t, "description"));
@@ -56,8 +63,9 @@ static int inspect(struct mock_view *v)
     }
     if (!json_is_array(input))
         return EVOLVE_EINVAL;
-    v->turn = mock_count_runs(input, is_assistant);
-    json_array_foreach(input, i, it) {
+    mock_collect_runs(v, input, classify);
+    json_array_foreach(input, i, it)
+    {
         const char *role = json_string_value(json_object_get(it, "role"));
 
         if (role && !strcmp(role, "user")) {
@@ -107,8 +115,8 @@ static json_t *item_of(const struct mock_block *b, const char *id)
                          "summary_text", "text", b->text, "encrypted_content", "mock-reasoning");
     case MOCK_BLOCK_TEXT:
         return json_pack("{ss ss ss ss s[{ss ss s[]}]}", "id", id, "type", "message", "status",
-                         "completed", "role", "assistant", "content", "type", "output_text",
-                         "text", b->text, "annotations");
+                         "completed", "role", "assistant", "content", "type", "output_text", "text",
+                         b->text, "annotations");
     case MOCK_BLOCK_CALL:
         if (b->tool_kind == MOCK_TOOL_CUSTOM)
             return json_pack("{ss ss ss ss ss ss}", "id", id, "type", "custom_tool_call", "status",
@@ -117,8 +125,8 @@ static json_t *item_of(const struct mock_block *b, const char *id)
         if (b->tool_kind == MOCK_TOOL_LOCAL_SHELL)
             return json_pack("{ss ss ss ss s{ss sO s{} sI}}", "id", id, "type", "local_shell_call",
                              "status", "completed", "call_id", b->id, "action", "type", "exec",
-                             "command", json_object_get(b->args, "command"), "env",
-                             "timeout_ms", (json_int_t)60000);
+                             "command", json_object_get(b->args, "command"), "env", "timeout_ms",
+                             (json_int_t)60000);
         return json_pack("{ss ss ss ss ss ss}", "id", id, "type", "function_call", "status",
                          "completed", "call_id", b->id, "name", b->tool_name, "arguments",
                          b->args_json);
@@ -156,32 +164,37 @@ static void render_block(struct ev_ctx *c, const struct mock_block *b, json_t *d
     json_object_set_new(added, "status", json_string("in_progress"));
     if (b->kind == MOCK_BLOCK_THINKING) {
         json_object_set_new(added, "summary", json_array());
-        ev(c, "response.output_item.added", json_pack("{sI so}", "output_index", (json_int_t)oi, "item", added));
+        ev(c, "response.output_item.added",
+           json_pack("{sI so}", "output_index", (json_int_t)oi, "item", added));
         ev(c, "response.reasoning_summary_part.added",
-           json_pack("{ss sI sI s{ss ss}}", "item_id", id, "output_index", (json_int_t)oi, "summary_index",
-                     (json_int_t)0, "part", "type", "summary_text", "text", ""));
+           json_pack("{ss sI sI s{ss ss}}", "item_id", id, "output_index", (json_int_t)oi,
+                     "summary_index", (json_int_t)0, "part", "type", "summary_text", "text", ""));
         c->kind = "response.reasoning_summary_text.delta";
         mock_split(b->text, 16, on_piece, c);
         ev(c, "response.reasoning_summary_text.done",
-           json_pack("{ss sI sI ss}", "item_id", id, "output_index", (json_int_t)oi, "summary_index",
-                     (json_int_t)0, "text", b->text));
+           json_pack("{ss sI sI ss}", "item_id", id, "output_index", (json_int_t)oi,
+                     "summary_index", (json_int_t)0, "text", b->text));
         ev(c, "response.reasoning_summary_part.done",
-           json_pack("{ss sI sI s{ss ss}}", "item_id", id, "output_index", (json_int_t)oi, "summary_index",
-                     (json_int_t)0, "part", "type", "summary_text", "text", b->text));
+           json_pack("{ss sI sI s{ss ss}}", "item_id", id, "output_index", (json_int_t)oi,
+                     "summary_index", (json_int_t)0, "part", "type", "summary_text", "text",
+                     b->text));
     } else if (b->kind == MOCK_BLOCK_TEXT) {
         json_object_set_new(added, "content", json_array());
-        ev(c, "response.output_item.added", json_pack("{sI so}", "output_index", (json_int_t)oi, "item", added));
+        ev(c, "response.output_item.added",
+           json_pack("{sI so}", "output_index", (json_int_t)oi, "item", added));
         ev(c, "response.content_part.added",
-           json_pack("{ss sI sI s{ss ss s[]}}", "item_id", id, "output_index", (json_int_t)oi, "content_index",
-                     (json_int_t)0, "part", "type", "output_text", "text", "", "annotations"));
+           json_pack("{ss sI sI s{ss ss s[]}}", "item_id", id, "output_index", (json_int_t)oi,
+                     "content_index", (json_int_t)0, "part", "type", "output_text", "text", "",
+                     "annotations"));
         c->kind = "response.output_text.delta";
         mock_split(b->text, 16, on_piece, c);
         ev(c, "response.output_text.done",
-           json_pack("{ss sI sI ss}", "item_id", id, "output_index", (json_int_t)oi, "content_index",
-                     (json_int_t)0, "text", b->text));
+           json_pack("{ss sI sI ss}", "item_id", id, "output_index", (json_int_t)oi,
+                     "content_index", (json_int_t)0, "text", b->text));
         ev(c, "response.content_part.done",
-           json_pack("{ss sI sI sO}", "item_id", id, "output_index", (json_int_t)oi, "content_index",
-                     (json_int_t)0, "part", json_array_get(json_object_get(done, "content"), 0)));
+           json_pack("{ss sI sI sO}", "item_id", id, "output_index", (json_int_t)oi,
+                     "content_index", (json_int_t)0, "part",
+                     json_array_get(json_object_get(done, "content"), 0)));
     } else if (b->tool_kind == MOCK_TOOL_LOCAL_SHELL) {
         json_decref(added);
         mock_stream_tokens(c->out, mock_tokens(strlen(b->args_json)));
@@ -191,7 +204,8 @@ static void render_block(struct ev_ctx *c, const struct mock_block *b, json_t *d
         int custom = b->tool_kind == MOCK_TOOL_CUSTOM;
 
         json_object_set_new(added, custom ? "input" : "arguments", json_string(""));
-        ev(c, "response.output_item.added", json_pack("{sI so}", "output_index", (json_int_t)oi, "item", added));
+        ev(c, "response.output_item.added",
+           json_pack("{sI so}", "output_index", (json_int_t)oi, "item", added));
         c->kind = custom ? "response.custom_tool_call_input.delta"
                          : "response.function_call_arguments.delta";
         mock_split(b->args_json, 32, on_piece, c);
@@ -201,7 +215,8 @@ static void render_block(struct ev_ctx *c, const struct mock_block *b, json_t *d
            json_pack("{ss sI ss}", "item_id", id, "output_index", (json_int_t)oi,
                      custom ? "input" : "arguments", b->args_json));
     }
-    ev(c, "response.output_item.done", json_pack("{sI sO}", "output_index", (json_int_t)oi, "item", done));
+    ev(c, "response.output_item.done",
+       json_pack("{sI sO}", "output_index", (json_int_t)oi, "item", done));
 }
 
 static void render(const struct mock_reply *r, const struct mock_view *v, struct mock_stream *out)
@@ -235,10 +250,10 @@ static void render(const struct mock_reply *r, const struct mock_view *v, struct
         mock_stream_json(out, response(r, v, "completed", items, usage(r)));
         return;
     }
-    ev(&c, "response.created", json_pack("{so}", "response",
-                                         response(r, v, "in_progress", json_array(), NULL)));
-    ev(&c, "response.in_progress", json_pack("{so}", "response",
-                                             response(r, v, "in_progress", json_array(), NULL)));
+    ev(&c, "response.created",
+       json_pack("{so}", "response", response(r, v, "in_progress", json_array(), NULL)));
+    ev(&c, "response.in_progress",
+       json_pack("{so}", "response", response(r, v, "in_progress", json_array(), NULL)));
     for (i = 0; i < r->nblocks; i++) {
         c.item_id = ids[i];
         c.output_index = i;

@@ -64,7 +64,8 @@ static int check_keys(const json_t *obj, const char *const *allowed, const char 
     json_t *val;
     size_t i;
 
-    json_object_foreach((json_t *)obj, key, val) {
+    json_object_foreach((json_t *)obj, key, val)
+    {
         for (i = 0; allowed[i]; i++)
             if (!strcmp(allowed[i], key))
                 break;
@@ -144,8 +145,8 @@ static int parse_call(const json_t *obj, struct mock_call *c, const char *src, c
             (rc = get_str(v, "content", &c->content, src, where)))
             return rc;
         if (!c->path || !c->content)
-            return core_error_set(EVOLVE_EINVAL, "%s: %s.write needs \"path\" and \"content\"",
-                                  src, where);
+            return core_error_set(EVOLVE_EINVAL, "%s: %s.write needs \"path\" and \"content\"", src,
+                                  where);
         return 0;
     }
     if ((v = json_object_get(obj, "edit"))) {
@@ -212,8 +213,8 @@ static int parse_turn(const json_t *obj, struct mock_turn *t, const struct mock_
         return rc;
     if (calls && !json_is_array(calls))
         return core_error_set(EVOLVE_EINVAL, "%s: %s.calls must be an array", src, where);
-    n = json_array_size(calls) + !!json_object_get(obj, "shell") +
-        !!json_object_get(obj, "write") + !!json_object_get(obj, "edit");
+    n = json_array_size(calls) + !!json_object_get(obj, "shell") + !!json_object_get(obj, "write") +
+        !!json_object_get(obj, "edit");
     if (n > MOCK_MAX_BLOCKS - 2)
         return core_error_set(EVOLVE_EINVAL, "%s: %s has more than %d calls", src, where,
                               MOCK_MAX_BLOCKS - 2);
@@ -234,11 +235,11 @@ static int parse_turn(const json_t *obj, struct mock_turn *t, const struct mock_
         if (rc)
             return rc;
     }
-    json_array_foreach(calls, i, v) {
+    json_array_foreach(calls, i, v)
+    {
         snprintf(cw, sizeof(cw), "%s.calls[%zu]", where, i);
         if (!json_is_object(v) || json_object_size(v) != 1)
-            return core_error_set(EVOLVE_EINVAL, "%s: %s must be an object with one key", src,
-                                  cw);
+            return core_error_set(EVOLVE_EINVAL, "%s: %s must be an object with one key", src, cw);
         if ((rc = parse_call(v, &t->calls[t->ncalls++], src, cw)))
             return rc;
     }
@@ -256,8 +257,8 @@ static int parse_turn(const json_t *obj, struct mock_turn *t, const struct mock_
 int mock_scenario_parse(struct mock_scenario **out, const char *json, size_t len,
                         const char *source)
 {
-    static const char *const keys[] = {"name",  "description", "turns",      "final_text",
-                                       "side_text", "pacing",  "usage",      NULL};
+    static const char *const keys[] = {"name",      "description", "turns", "final_text",
+                                       "side_text", "pacing",      "usage", NULL};
     static const char *const ukeys[] = {"cache_read_fraction", "cache_write_fraction", NULL};
     struct mock_scenario *sc;
     json_error_t jerr;
@@ -312,7 +313,8 @@ int mock_scenario_parse(struct mock_scenario **out, const char *json, size_t len
         rc = core_error_oom();
         goto out;
     }
-    json_array_foreach(turns, i, v) {
+    json_array_foreach(turns, i, v)
+    {
         sc->nturns = i + 1;
         if ((rc = parse_turn(v, &sc->turns[i], sc, i)))
             goto out;

@@ -24,7 +24,7 @@
 #include "mockllm/mock_impl.h"
 #include "mockllm/mockllm.h"
 
-#define MAX_BODY (64u << 20)
+#define MAX_BODY  (64u << 20)
 #define MAX_NAMED 32
 
 struct mock_server {
@@ -144,8 +144,8 @@ static enum MHD_Result queue_stream(struct MHD_Connection *conn, struct mock_ser
     for (i = 0; i < p->s.n; i++)
         size += p->s.v[i].len;
     resp = MHD_create_response_from_callback(
-        strcmp(p->s.content_type, "text/event-stream") ? size : MHD_SIZE_UNKNOWN, 16384,
-        paced_read, p, paced_free);
+        strcmp(p->s.content_type, "text/event-stream") ? size : MHD_SIZE_UNKNOWN, 16384, paced_read,
+        p, paced_free);
     if (!resp) {
         paced_free(p);
         return MHD_NO;
@@ -181,13 +181,19 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, struct mock_serve
     return queue_stream(conn, srv, &s, mono_ms());
 }
 
-/* ---- logging ------------------------------------------------------------------------------------ */
+/* ---- logging ------------------------------------------------------------------------------------
+ */
 
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                   const char *value)
 {
-    static const char *const secret[] = {"authorization", "proxy-authorization", "x-api-key",
-                                         "x-goog-api-key", "api-key", "cookie", NULL};
+    static const char *const secret[] = {"authorization",
+                                         "proxy-authorization",
+                                         "x-api-key",
+                                         "x-goog-api-key",
+                                         "api-key",
+                                         "cookie",
+                                         NULL};
     char line[4096];
     size_t i, kl;
 
@@ -238,9 +244,9 @@ static json_t *reply_summary(const struct mock_reply *r)
         const struct mock_block *b = &r->blocks[i];
 
         if (b->kind == MOCK_BLOCK_CALL)
-            json_array_append_new(blocks, json_pack("{ss ss ss ss}", "type", "tool_call", "id",
-                                                    b->id, "name", b->tool_name, "input",
-                                                    b->args_json));
+            json_array_append_new(blocks,
+                                  json_pack("{ss ss ss ss}", "type", "tool_call", "id", b->id,
+                                            "name", b->tool_name, "input", b->args_json));
         else
             json_array_append_new(blocks,
                                   json_pack("{ss ss}", "type",
@@ -283,8 +289,8 @@ static json_t *log_entry(struct MHD_Connection *conn, uint64_t seq, const char *
     MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header, headers);
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_arg, query);
     return json_pack("{sI sf ss ss so so}", "seq", (json_int_t)seq, "ts",
-                     (double)ts.tv_sec + ts.tv_nsec / 1e9, "method", method, "path", url,
-                     "query", query, "headers", headers);
+                     (double)ts.tv_sec + ts.tv_nsec / 1e9, "method", method, "path", url, "query",
+                     query, "headers", headers);
 }
 
 /* The body for the log, redacted: re-parsed when redaction kept it valid JSON. */
@@ -303,7 +309,8 @@ static json_t *redacted_body(const json_t *body)
     return out;
 }
 
-/* ---- request bodies ------------------------------------------------------------------------------ */
+/* ---- request bodies
+ * ------------------------------------------------------------------------------ */
 
 static int append(struct req *r, const char *data, size_t n)
 {
@@ -356,7 +363,8 @@ static int inflate_body(struct req *in, struct req *out)
     return zr == Z_STREAM_END ? 0 : -1;
 }
 
-/* ---- routing -------------------------------------------------------------------------------------- */
+/* ---- routing
+ * -------------------------------------------------------------------------------------- */
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -412,8 +420,8 @@ static const struct mock_scenario *pick_scenario(struct mock_server *srv,
 
 static json_t *models_list(const char *path)
 {
-    static const char *const models[] = {"mock-model",     "claude-sonnet-4-5", "claude-opus-4-8",
-                                         "gpt-5.5",        "gemini-2.5-pro",    "gemini-2.5-flash",
+    static const char *const models[] = {"mock-model", "claude-sonnet-4-5", "claude-opus-4-8",
+                                         "gpt-5.5",    "gemini-2.5-pro",    "gemini-2.5-flash",
                                          NULL};
     json_t *arr = json_array();
     size_t i;
@@ -459,8 +467,7 @@ static const struct mock_dialect *dialect_for(const char *path, struct MHD_Conne
         if (!strcmp(colon, ":generateContent"))
             return &mock_dialect_gemini;
         if (!strcmp(colon, ":streamGenerateContent"))
-            return alt && !strcmp(alt, "sse") ? &mock_dialect_gemini_sse
-                                              : &mock_dialect_gemini_arr;
+            return alt && !strcmp(alt, "sse") ? &mock_dialect_gemini_sse : &mock_dialect_gemini_arr;
     }
     return NULL;
 }
@@ -470,7 +477,8 @@ static enum MHD_Result model_call(struct mock_server *srv, struct MHD_Connection
                                   const char *model, json_t *body, const struct req *raw,
                                   uint64_t seq, uint64_t t0, json_t *entry)
 {
-    const char *sess = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Claude-Code-Session-Id");
+    const char *sess =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Claude-Code-Session-Id");
     struct mock_view *v = calloc(1, sizeof(*v));
     struct mock_reply r;
     struct mock_stream s;
@@ -493,10 +501,12 @@ static enum MHD_Result model_call(struct mock_server *srv, struct MHD_Connection
         log_line(srv, entry);
         return queue_json(conn, srv, 400,
                           json_pack("{s{ss ss}}", "error", "type", "invalid_request_error",
-                                    "message", "mock-llm: the request body lacks its "
-                                               "messages/contents/input array"));
+                                    "message",
+                                    "mock-llm: the request body lacks its "
+                                    "messages/contents/input array"));
     }
     mock_find_cwd(raw->buf, raw->len, v->cwd, sizeof(v->cwd));
+    mock_select_turn(v, sc);
     if (mock_plan(&r, sc, v, srv->errs, seq) != 0) {
         free(v);
         json_decref(entry);
@@ -532,10 +542,11 @@ static enum MHD_Result model_call(struct mock_server *srv, struct MHD_Connection
     return queue_stream(conn, srv, &s, t0);
 }
 
-static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *conn,
-                              const char *url, const char *method, struct req *rq)
+static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *conn, const char *url,
+                              const char *method, struct req *rq)
 {
-    uint64_t seq = atomic_fetch_add_explicit(&srv->seq, 1, memory_order_relaxed) + 1, t0 = mono_ms();
+    uint64_t seq = atomic_fetch_add_explicit(&srv->seq, 1, memory_order_relaxed) + 1,
+             t0 = mono_ms();
     json_t *entry = log_entry(conn, seq, method, url), *body = NULL;
     const char *path = url, *model = NULL, *enc;
     const struct mock_scenario *sc = pick_scenario(srv, conn, &path, entry);
@@ -545,7 +556,8 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
     enum MHD_Result ret;
 
     if (!strcmp(method, "HEAD") || !strcmp(method, "OPTIONS")) {
-        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 
         log_line(srv, entry);
         ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
@@ -558,27 +570,29 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
             return queue_json(conn, srv, 200, models_list(path));
         if (strstr(path, "/models/"))
             return queue_json(conn, srv, 200,
-                              json_pack("{ss ss ss ss}", "id", strstr(path, "/models/") + 8,
-                                        "type", "model", "object", "model", "display_name",
+                              json_pack("{ss ss ss ss}", "id", strstr(path, "/models/") + 8, "type",
+                                        "model", "object", "model", "display_name",
                                         strstr(path, "/models/") + 8));
         if (!strcmp(path, "/") || !strcmp(path, "/health") || !strcmp(path, "/healthz"))
-            return queue_json(conn, srv, 200,
-                              json_pack("{sb ss}", "ok", 1, "scenario", sc->name));
-        return queue_json(conn, srv, 404, json_pack("{s{ss ss}}", "error", "type", "not_found",
-                                                    "message", "mock-llm: no such endpoint"));
+            return queue_json(conn, srv, 200, json_pack("{sb ss}", "ok", 1, "scenario", sc->name));
+        return queue_json(conn, srv, 404,
+                          json_pack("{s{ss ss}}", "error", "type", "not_found", "message",
+                                    "mock-llm: no such endpoint"));
     }
     if (rq->too_big) {
         log_line(srv, entry);
-        return queue_json(conn, srv, 413, json_pack("{s{ss}}", "error", "message",
-                                                    "mock-llm: request body too large"));
+        return queue_json(
+            conn, srv, 413,
+            json_pack("{s{ss}}", "error", "message", "mock-llm: request body too large"));
     }
     enc = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Encoding");
     if (enc && (!strcasecmp(enc, "gzip") || !strcasecmp(enc, "deflate"))) {
         if (inflate_body(rq, &plain) < 0) {
             free(plain.buf);
             log_line(srv, entry);
-            return queue_json(conn, srv, 400, json_pack("{s{ss}}", "error", "message",
-                                                        "mock-llm: bad compressed body"));
+            return queue_json(
+                conn, srv, 400,
+                json_pack("{s{ss}}", "error", "message", "mock-llm: bad compressed body"));
         }
         free(rq->buf);
         *rq = plain;
@@ -587,9 +601,9 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
     if (!json_is_object(body)) {
         json_decref(body);
         log_line(srv, entry);
-        return queue_json(conn, srv, 400, json_pack("{s{ss ss}}", "error", "type",
-                                                    "invalid_request_error", "message",
-                                                    "mock-llm: the body is not a JSON object"));
+        return queue_json(conn, srv, 400,
+                          json_pack("{s{ss ss}}", "error", "type", "invalid_request_error",
+                                    "message", "mock-llm: the body is not a JSON object"));
     }
     if (ends_with(path, "/count_tokens") || ends_with(path, ":countTokens")) {
         unsigned n = mock_tokens(rq->len);
@@ -605,8 +619,9 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
     if (!(d = dialect_for(path, conn, &model, mbuf, sizeof(mbuf)))) {
         log_line(srv, entry);
         json_decref(body);
-        return queue_json(conn, srv, 404, json_pack("{s{ss ss}}", "error", "type", "not_found",
-                                                    "message", "mock-llm: no such endpoint"));
+        return queue_json(conn, srv, 404,
+                          json_pack("{s{ss ss}}", "error", "type", "not_found", "message",
+                                    "mock-llm: no such endpoint"));
     }
     ret = model_call(srv, conn, d, sc, model, body, rq, seq, t0, entry);
     json_decref(body);
@@ -659,7 +674,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     core_log_debug("mock-llm: libmicrohttpd: %s", line);
 }
 
-/* ---- start and stop --------------------------------------------------------------------------------- */
+/* ---- start and stop
+ * --------------------------------------------------------------------------------- */
 
 static int loopback_addr(const char *host, struct in_addr *out)
 {
@@ -707,8 +723,7 @@ int mock_server_start(struct mock_server **out, const struct mock_config *cfg)
         goto fail;
     }
     if (cfg->log_path && !(srv->log = fopen(cfg->log_path, "a"))) {
-        rc = core_error_set(EVOLVE_EIO, "mock-llm: log %s: cannot open for append",
-                            cfg->log_path);
+        rc = core_error_set(EVOLVE_EIO, "mock-llm: log %s: cannot open for append", cfg->log_path);
         goto fail;
     }
     srv->daemon = MHD_start_daemon(

@@ -42,7 +42,7 @@ static const char *prop_key(const struct mock_tool *t, const char *const *keys)
 
 static const char *const cmd_keys[] = {"command", "cmd", "script", "commands", NULL};
 static const char *const path_keys[] = {"file_path", "filePath", "path", "absolute_path",
-                                        "filename", "file", NULL};
+                                        "filename",  "file",     NULL};
 static const char *const content_keys[] = {"content", "contents", "text", "file_text", NULL};
 static const char *const old_keys[] = {"old_string", "oldString", "old_str", "old_text", NULL};
 static const char *const new_keys[] = {"new_string", "newString", "new_str", "new_text", NULL};
@@ -54,9 +54,9 @@ static int contains_ci(const char *hay, const char *needle)
 
 const struct mock_tool *mock_find_shell_tool(const struct mock_view *v)
 {
-    static const char *const names[] = {"Bash",          "bash",         "run_shell_command",
-                                        "exec_command",  "shell",        "shell_command",
-                                        "local_shell",   "execute_bash", NULL};
+    static const char *const names[] = {"Bash",         "bash",         "run_shell_command",
+                                        "exec_command", "shell",        "shell_command",
+                                        "local_shell",  "execute_bash", NULL};
     const struct mock_tool *t = by_names(v, names);
     size_t i;
 
@@ -93,8 +93,8 @@ const struct mock_tool *mock_find_write_tool(const struct mock_view *v)
 
 const struct mock_tool *mock_find_edit_tool(const struct mock_view *v)
 {
-    static const char *const names[] = {"Edit", "edit", "replace", "str_replace", "edit_file",
-                                        NULL};
+    static const char *const names[] = {"Edit",        "edit",      "replace",
+                                        "str_replace", "edit_file", NULL};
     const struct mock_tool *t = by_names(v, names);
     size_t i;
 
@@ -121,7 +121,8 @@ const struct mock_tool *mock_find_patch_tool(const struct mock_view *v)
     return NULL;
 }
 
-/* ---- schema filling -------------------------------------------------------------------------------- */
+/* ---- schema filling
+ * -------------------------------------------------------------------------------- */
 
 static const char *type_of(const json_t *s)
 {
@@ -131,12 +132,14 @@ static const char *type_of(const json_t *s)
 
     if (json_is_string(t))
         return json_string_value(t);
-    json_array_foreach(t, i, x) {
+    json_array_foreach(t, i, x)
+    {
         if (json_is_string(x) && strcmp(json_string_value(x), "null"))
             return json_string_value(x);
     }
     for (k = 0; k < 2; k++)
-        json_array_foreach(json_object_get(s, key[k]), i, x) {
+        json_array_foreach(json_object_get(s, key[k]), i, x)
+        {
             const char *st = type_of(x);
 
             if (st && strcmp(st, "null"))
@@ -180,7 +183,8 @@ static void fill_required(json_t *args, const struct mock_tool *t, const char *w
     size_t i;
     json_t *k;
 
-    json_array_foreach(req, i, k) {
+    json_array_foreach(req, i, k)
+    {
         const char *key = json_string_value(k);
         json_t *ps;
 
@@ -195,7 +199,8 @@ static void fill_required(json_t *args, const struct mock_tool *t, const char *w
     }
 }
 
-/* ---- cwd and paths ---------------------------------------------------------------------------------- */
+/* ---- cwd and paths
+ * ---------------------------------------------------------------------------------- */
 
 void mock_find_cwd(const char *raw, size_t len, char *out, size_t size)
 {
@@ -264,15 +269,15 @@ static void sed_escape(char *buf, size_t cap, const char *s, int pattern)
     size_t n = strlen(buf);
 
     for (; *s && n + 3 < cap; s++) {
-        if (*s == '\\' || *s == '|' || *s == '&' || *s == '\n' ||
-            (pattern && strchr(".[]*^$", *s)))
+        if (*s == '\\' || *s == '|' || *s == '&' || *s == '\n' || (pattern && strchr(".[]*^$", *s)))
             buf[n++] = '\\';
         buf[n++] = *s == '\n' ? 'n' : *s;
     }
     buf[n] = '\0';
 }
 
-/* ---- building calls ----------------------------------------------------------------------------------- */
+/* ---- building calls
+ * ----------------------------------------------------------------------------------- */
 
 static int set_call(struct mock_block *b, const struct mock_tool *t, json_t *args, char *input)
 {
@@ -323,10 +328,10 @@ static int patch_call(struct mock_block *b, const struct mock_tool *t, const cha
     if (t->kind == MOCK_TOOL_CUSTOM)
         return set_call(b, t, NULL, input);
     free(input);
-    return set_call(b, t, json_pack("{ss}", prop_key(t, (const char *const[]){"input", NULL})
-                                                ? "input"
-                                                : "patch",
-                                    body),
+    return set_call(b, t,
+                    json_pack("{ss}",
+                              prop_key(t, (const char *const[]){"input", NULL}) ? "input" : "patch",
+                              body),
                     NULL);
 }
 
@@ -451,8 +456,7 @@ static int edit_call(struct mock_block *b, const struct mock_call *c, const stru
     return rc;
 }
 
-int mock_resolve_call(struct mock_block *b, const struct mock_call *call,
-                      const struct mock_view *v)
+int mock_resolve_call(struct mock_block *b, const struct mock_call *call, const struct mock_view *v)
 {
     const struct mock_tool *t;
 
