@@ -67,6 +67,9 @@ final_text() {
     case "$1" in
     hello) echo "Hello from evolv" ;;
     tool) echo "Done: I ran the " ;;
+    edit) echo "Done: output/no" ;;
+    multi-tool) echo "Done: wrote outp" ;;
+    *) echo "Done" ;;
     esac
 }
 
@@ -91,6 +94,8 @@ for agent in $AGENTS; do
         fi
         case "$scen" in
         tool) PROMPT="Run the shell command: echo hi > output/hello.txt" ;;
+        edit) PROMPT="Create output/notes.txt saying draft, then change draft to final." ;;
+        multi-tool) PROMPT="Create output/one.txt and output/two.txt." ;;
         *) PROMPT="Say hello." ;;
         esac
         ENVV=("PATH=$BIN:/usr/local/bin:/usr/bin:/bin" "HOME=$H" "USER=${USER:-root}" "LANG=C.UTF-8"
@@ -207,6 +212,12 @@ EOF
         if [ "$scen" = tool ]; then
             [ "$(cat "$WS/output/hello.txt" 2> /dev/null)" = hi ] || why="${why:+$why; }output/hello.txt is not 'hi'"
             grep -q '"turn":1' "$R/requests.jsonl" || why="${why:+$why; }no request after the tool result"
+        fi
+        if [ "$scen" = edit ]; then
+            [ "$(cat "$WS/output/notes.txt" 2> /dev/null)" = "status: final" ] || why="${why:+$why; }output/notes.txt is not 'status: final'"
+        fi
+        if [ "$scen" = multi-tool ]; then
+            [ "$(cat "$WS/output/one.txt" "$WS/output/two.txt" 2> /dev/null | tr '\n' ' ')" = "one two " ] || why="${why:+$why; }output/one.txt or two.txt missing"
         fi
         if [ "${STRACE:-0}" = 1 ]; then
             bad=$(grep -E 'AF_INET6?' "$R/strace.txt" | grep -vE '127\.0\.0\.1|::1|inet_pton\(AF_INET6, "::ffff:127' || true)
