@@ -10,19 +10,18 @@
 TestSuite(mockllm_anthropic, .timeout = 30);
 
 #define BASH_TOOL                                                                                  \
-    "{\"name\":\"Bash\",\"description\":\"Executes a bash command\",\"input_schema\":{\"type\":"  \
-    "\"object\",\"properties\":{\"command\":{\"type\":\"string\"},\"description\":{\"type\":"     \
+    "{\"name\":\"Bash\",\"description\":\"Executes a bash command\",\"input_schema\":{\"type\":"   \
+    "\"object\",\"properties\":{\"command\":{\"type\":\"string\"},\"description\":{\"type\":"      \
     "\"string\"},\"timeout\":{\"type\":\"number\"}},\"required\":[\"command\"],"                   \
     "\"additionalProperties\":false}}"
 #define WRITE_TOOL                                                                                 \
-    "{\"name\":\"Write\",\"description\":\"Writes a file\",\"input_schema\":{\"type\":\"object\","  \
+    "{\"name\":\"Write\",\"description\":\"Writes a file\",\"input_schema\":{\"type\":\"object\"," \
     "\"properties\":{\"file_path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"}},"      \
     "\"required\":[\"file_path\",\"content\"]}}"
 
-static const char *const events_text[] = {"message_start",       "ping",
-                                          "content_block_start", "content_block_delta",
-                                          "content_block_stop",  "message_delta",
-                                          "message_stop",        NULL};
+static const char *const events_text[] = {
+    "message_start",      "ping",          "content_block_start", "content_block_delta",
+    "content_block_stop", "message_delta", "message_stop",        NULL};
 
 Test(mockllm_anthropic, hello_stream_has_the_event_sequence_and_text)
 {
@@ -43,28 +42,30 @@ Test(mockllm_anthropic, hello_stream_has_the_event_sequence_and_text)
     for (i = 0; i < n; i++) {
         if (i > 0 && !strcmp(ev[i].event, "content_block_delta") &&
             !strcmp(ev[i - 1].event, "content_block_delta")) {
-            strncat(text, json_string_value(json_object_get(json_object_get(ev[i].data, "delta"),
-                                                            "text")),
-                    sizeof(text) - strlen(text) - 1);
+            strncat(
+                text,
+                json_string_value(json_object_get(json_object_get(ev[i].data, "delta"), "text")),
+                sizeof(text) - strlen(text) - 1);
             continue;
         }
         cr_assert_not_null(events_text[k], "extra event %s", ev[i].event);
         cr_assert_str_eq(ev[i].event, events_text[k], "event %zu", i);
         cr_assert_str_eq(json_string_value(json_object_get(ev[i].data, "type")), ev[i].event);
         if (!strcmp(ev[i].event, "content_block_delta"))
-            strncat(text, json_string_value(json_object_get(json_object_get(ev[i].data, "delta"),
-                                                            "text")),
-                    sizeof(text) - strlen(text) - 1);
+            strncat(
+                text,
+                json_string_value(json_object_get(json_object_get(ev[i].data, "delta"), "text")),
+                sizeof(text) - strlen(text) - 1);
         k++;
     }
     cr_assert_null(events_text[k]);
     cr_assert_str_eq(text, "Hello from evolve mock-llm. This is a scripted reply.");
-    cr_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(ev[0].data, "message"), "model")),
-                     "claude-opus-4-8");
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev[n - 2].data, "delta"),
-                                                       "stop_reason")),
-                     "end_turn");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(ev[0].data, "message"), "model")),
+        "claude-opus-4-8");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(ev[n - 2].data, "delta"), "stop_reason")),
+        "end_turn");
     ts_sse_free(ev, n);
     ts_http_free(&r);
     mock_server_stop(srv);
@@ -107,9 +108,9 @@ Test(mockllm_anthropic, tool_turn_calls_bash_with_its_schema_then_final_text)
     /* only keys the schema has (additionalProperties:false) */
     cr_assert_null(json_object_get(input, "is_background"));
     json_decref(input);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev[n - 2].data, "delta"),
-                                                       "stop_reason")),
-                     "tool_use");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(ev[n - 2].data, "delta"), "stop_reason")),
+        "tool_use");
     usage = json_object_get(ev[n - 2].data, "usage");
     cr_assert(json_is_integer(json_object_get(usage, "cache_creation_input_tokens")));
     cr_assert(json_is_integer(json_object_get(usage, "cache_read_input_tokens")));
@@ -118,14 +119,15 @@ Test(mockllm_anthropic, tool_turn_calls_bash_with_its_schema_then_final_text)
     ts_http_free(&r);
 
     /* after the tool result: the second turn's text, stop_reason end_turn */
-    ts_http_post(&r, mock_server_port(srv), "/v1/messages",
-                 "{\"model\":\"m\",\"stream\":false,\"tools\":[" BASH_TOOL "],\"messages\":["
-                 "{\"role\":\"user\",\"content\":\"Run the shell command\"},"
-                 "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"I'll run the "
-                 "command.\"},{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"Bash\",\"input\":{}}]},"
-                 "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\","
-                 "\"content\":\"ok\"}]}]}",
-                 NULL);
+    ts_http_post(
+        &r, mock_server_port(srv), "/v1/messages",
+        "{\"model\":\"m\",\"stream\":false,\"tools\":[" BASH_TOOL "],\"messages\":["
+        "{\"role\":\"user\",\"content\":\"Run the shell command\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"I'll run the "
+        "command.\"},{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"Bash\",\"input\":{}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\","
+        "\"content\":\"ok\"}]}]}",
+        NULL);
     cr_assert_eq(r.status, 200);
     input = json_loads(r.body, 0, NULL);
     cr_assert_str_eq(json_string_value(json_object_get(input, "type")), "message");
@@ -187,7 +189,8 @@ Test(mockllm_anthropic, startup_endpoints)
     cr_assert_eq(r.status, 200);
     o = json_loads(r.body, 0, NULL);
     cr_assert_gt(json_array_size(json_object_get(o, "data")), 0);
-    cr_assert_not_null(json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 0), "id")));
+    cr_assert_not_null(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 0), "id")));
     json_decref(o);
     ts_http_free(&r);
     ts_http_post(&r, port, "/v1/messages/count_tokens", count_body, NULL);

@@ -10,11 +10,12 @@
 TestSuite(mockllm_gemini, .timeout = 30);
 
 #define GEMINI_BODY                                                                                \
-    "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"go\"}]}],\"tools\":[{"              \
-    "\"functionDeclarations\":[{\"name\":\"write_file\",\"parametersJsonSchema\":{\"type\":"      \
-    "\"object\",\"properties\":{\"file_path\":{\"type\":\"string\"},\"content\":{\"type\":"       \
-    "\"string\"}}}},{\"name\":\"run_shell_command\",\"parametersJsonSchema\":{\"type\":\"object\"," \
-    "\"properties\":{\"command\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"    \
+    "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"go\"}]}],\"tools\":[{"               \
+    "\"functionDeclarations\":[{\"name\":\"write_file\",\"parametersJsonSchema\":{\"type\":"       \
+    "\"object\",\"properties\":{\"file_path\":{\"type\":\"string\"},\"content\":{\"type\":"        \
+    "\"string\"}}}},{\"name\":\"run_shell_command\",\"parametersJsonSchema\":{\"type\":"           \
+    "\"object\","                                                                                  \
+    "\"properties\":{\"command\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"     \
     "\"is_background\":{\"type\":\"boolean\"}},\"required\":[\"command\"]}}]}]}"
 
 Test(mockllm_gemini, sse_stream_text_then_function_call)
@@ -33,7 +34,8 @@ Test(mockllm_gemini, sse_stream_text_then_function_call)
     cr_assert_gt(n, 1);
     for (i = 0; i < n; i++) {
         json_t *cand = json_array_get(json_object_get(ev[i].data, "candidates"), 0);
-        json_t *part = json_array_get(json_object_get(json_object_get(cand, "content"), "parts"), 0);
+        json_t *part =
+            json_array_get(json_object_get(json_object_get(cand, "content"), "parts"), 0);
 
         cr_assert_str_eq(json_string_value(json_object_get(ev[i].data, "modelVersion")),
                          "gemini-2.5-pro");
@@ -68,8 +70,8 @@ Test(mockllm_gemini, json_array_stream_and_unary_and_turn_two)
         "\"user\",\"parts\":[{\"functionResponse\":{\"name\":\"run_shell_command\",\"response\":{}"
         "}}]}]}";
 
-    ts_http_post(&r, mock_server_port(srv), "/v1beta/models/g:streamGenerateContent",
-                 GEMINI_BODY, NULL);
+    ts_http_post(&r, mock_server_port(srv), "/v1beta/models/g:streamGenerateContent", GEMINI_BODY,
+                 NULL);
     cr_assert_eq(r.status, 200);
     arr = json_loads(r.body, 0, NULL);
     cr_assert(json_is_array(arr), "JSON array framing: %s", r.body);
@@ -80,13 +82,12 @@ Test(mockllm_gemini, json_array_stream_and_unary_and_turn_two)
     ts_http_post(&r, mock_server_port(srv), "/v1beta/models/g:generateContent", turn2, NULL);
     cr_assert_eq(r.status, 200);
     o = json_loads(r.body, 0, NULL);
-    parts = json_object_get(json_object_get(json_array_get(json_object_get(o, "candidates"), 0),
-                                            "content"),
-                            "parts");
+    parts = json_object_get(
+        json_object_get(json_array_get(json_object_get(o, "candidates"), 0), "content"), "parts");
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(parts, 0), "text")),
                      "Done: I ran the command and wrote output/hello.txt.");
-    cr_assert_gt(json_integer_value(json_object_get(json_object_get(o, "usageMetadata"),
-                                                    "promptTokenCount")),
+    cr_assert_gt(json_integer_value(
+                     json_object_get(json_object_get(o, "usageMetadata"), "promptTokenCount")),
                  0);
     json_decref(o);
     ts_http_free(&r);
@@ -103,9 +104,8 @@ Test(mockllm_gemini, thoughts_and_router_json_mode)
     ts_http_post(&r, mock_server_port(srv), "/v1beta/models/g:generateContent",
                  "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"go\"}]}]}", NULL);
     o = json_loads(r.body, 0, NULL);
-    parts = json_object_get(json_object_get(json_array_get(json_object_get(o, "candidates"), 0),
-                                            "content"),
-                            "parts");
+    parts = json_object_get(
+        json_object_get(json_array_get(json_object_get(o, "candidates"), 0), "content"), "parts");
     cr_assert(json_is_true(json_object_get(json_array_get(parts, 0), "thought")));
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(parts, 0), "text")), "deep");
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(parts, 1), "text")), "hi");
@@ -120,9 +120,8 @@ Test(mockllm_gemini, thoughts_and_router_json_mode)
                  "\"maximum\":100}},\"required\":[\"complexity_score\"]}}}",
                  NULL);
     o = json_loads(r.body, 0, NULL);
-    parts = json_object_get(json_object_get(json_array_get(json_object_get(o, "candidates"), 0),
-                                            "content"),
-                            "parts");
+    parts = json_object_get(
+        json_object_get(json_array_get(json_object_get(o, "candidates"), 0), "content"), "parts");
     val = json_loads(json_string_value(json_object_get(json_array_get(parts, 0), "text")), 0, NULL);
     cr_assert_not_null(val);
     cr_assert_eq(json_integer_value(json_object_get(val, "complexity_score")), 1);

@@ -19,11 +19,12 @@ static char *chat_args(const char *body_tools, uint16_t port, const char **finis
     size_t n, i;
     int usage_seen = 0, done_seen = 0;
 
-    snprintf(body, sizeof(body),
-             "{\"model\":\"mock-model\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-             "\"messages\":[{\"role\":\"system\",\"content\":\"sys\"},{\"role\":\"user\","
-             "\"content\":\"go\"}],\"tools\":[%s]}",
-             body_tools);
+    snprintf(
+        body, sizeof(body),
+        "{\"model\":\"mock-model\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+        "\"messages\":[{\"role\":\"system\",\"content\":\"sys\"},{\"role\":\"user\","
+        "\"content\":\"go\"}],\"tools\":[%s]}",
+        body_tools);
     ts_http_post(&r, port, "/v1/chat/completions", body, NULL);
     cr_assert_eq(r.status, 200);
     n = ts_sse_parse(r.body, &ev);
@@ -31,7 +32,8 @@ static char *chat_args(const char *body_tools, uint16_t port, const char **finis
     for (i = 0; i < n; i++) {
         json_t *ch = json_array_get(json_object_get(ev[i].data, "choices"), 0);
         json_t *tc = json_array_get(json_object_get(json_object_get(ch, "delta"), "tool_calls"), 0);
-        const char *a = json_string_value(json_object_get(json_object_get(tc, "function"), "arguments"));
+        const char *a =
+            json_string_value(json_object_get(json_object_get(tc, "function"), "arguments"));
 
         if (ev[i].done) {
             done_seen = 1;
@@ -40,7 +42,8 @@ static char *chat_args(const char *body_tools, uint16_t port, const char **finis
         cr_assert_str_eq(json_string_value(json_object_get(ev[i].data, "object")),
                          "chat.completion.chunk");
         if (json_string_value(json_object_get(ch, "finish_reason")))
-            snprintf(fin, sizeof(fin), "%s", json_string_value(json_object_get(ch, "finish_reason")));
+            snprintf(fin, sizeof(fin), "%s",
+                     json_string_value(json_object_get(ch, "finish_reason")));
         if (a)
             strncat(args, a, sizeof(args) - strlen(args) - 1);
         if (json_object_get(ev[i].data, "usage")) {
@@ -77,7 +80,8 @@ Test(mockllm_openai, chat_shell_tool_string_command)
     json_t *a = json_loads(args, 0, NULL);
 
     cr_assert_not_null(a, "arguments deltas join to JSON: %s", args);
-    cr_assert_str_eq(json_string_value(json_object_get(a, "command")), "echo hi > output/hello.txt");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "command")),
+                     "echo hi > output/hello.txt");
     cr_assert(json_is_false(json_object_get(a, "is_background")));
     cr_assert_str_eq(finish, "tool_calls");
     json_decref(a);
@@ -128,21 +132,20 @@ Test(mockllm_openai, chat_side_request_without_tools_gets_text)
     "\"apply_patch\",\"description\":\"edit files\",\"format\":{\"type\":\"grammar\"}},"           \
     "{\"type\":\"web_search\"}]"
 
-static const char *const responses_order[] = {
-    "response.created",
-    "response.in_progress",
-    "response.output_item.added",
-    "response.content_part.added",
-    "response.output_text.delta",
-    "response.output_text.done",
-    "response.content_part.done",
-    "response.output_item.done",
-    "response.output_item.added",
-    "response.function_call_arguments.delta",
-    "response.function_call_arguments.done",
-    "response.output_item.done",
-    "response.completed",
-    NULL};
+static const char *const responses_order[] = {"response.created",
+                                              "response.in_progress",
+                                              "response.output_item.added",
+                                              "response.content_part.added",
+                                              "response.output_text.delta",
+                                              "response.output_text.done",
+                                              "response.content_part.done",
+                                              "response.output_item.done",
+                                              "response.output_item.added",
+                                              "response.function_call_arguments.delta",
+                                              "response.function_call_arguments.done",
+                                              "response.output_item.done",
+                                              "response.completed",
+                                              NULL};
 
 Test(mockllm_openai, responses_event_sequence_and_exec_command)
 {
@@ -184,11 +187,11 @@ Test(mockllm_openai, responses_event_sequence_and_exec_command)
     json_decref(args);
     usage = json_object_get(json_object_get(ev[n - 1].data, "response"), "usage");
     cr_assert_gt(json_integer_value(json_object_get(usage, "input_tokens")), 0);
-    cr_assert(json_is_integer(json_object_get(json_object_get(usage, "input_tokens_details"),
-                                              "cached_tokens")));
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev[n - 1].data, "response"),
-                                                       "status")),
-                     "completed");
+    cr_assert(json_is_integer(
+        json_object_get(json_object_get(usage, "input_tokens_details"), "cached_tokens")));
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(ev[n - 1].data, "response"), "status")),
+        "completed");
     ts_sse_free(ev, n);
     ts_http_free(&r);
     mock_server_stop(srv);

@@ -11,9 +11,9 @@
 
 struct ts_http {
     long status;
-    char *body;            /* NUL-terminated */
+    char *body; /* NUL-terminated */
     size_t len;
-    char retry_after[32];  /* the Retry-After header, or "" */
+    char retry_after[32]; /* the Retry-After header, or "" */
     char content_type[64];
     uint64_t first_byte_ms; /* after the request was sent: when the first body byte arrived */
     uint64_t total_ms;
