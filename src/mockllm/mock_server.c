@@ -234,12 +234,13 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 
 static json_t *reply_summary(const struct mock_reply *r)
 {
-    json_t *blocks = json_array();
+    json_t *blocks;
     size_t i;
 
     if (r->error_status)
         return json_pack("{sI ss sI}", "status", (json_int_t)r->error_status, "error",
                          r->error_message, "retry_after", (json_int_t)r->retry_after_s);
+    blocks = json_array();
     for (i = 0; i < r->nblocks; i++) {
         const struct mock_block *b = &r->blocks[i];
 
