@@ -11,11 +11,13 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "evolve/common.h"
 
-/* ---- scenario (mock_scenario.c) ------------------------------------------------------------ */
+/* ---- scenario (mock_scenario.c) ---- */
 
 enum mock_call_kind { MOCK_CALL_SHELL, MOCK_CALL_WRITE, MOCK_CALL_EDIT };
 
@@ -64,7 +66,7 @@ int mock_scenario_parse(struct mock_scenario **out, const char *json, size_t len
                         const char *source);
 void mock_scenario_free(struct mock_scenario *sc);
 
-/* ---- request view (filled by a dialect's inspect) -------------------------------------------- */
+/* ---- request view (filled by a dialect's inspect) ---- */
 
 enum mock_tool_kind { MOCK_TOOL_FUNCTION, MOCK_TOOL_CUSTOM, MOCK_TOOL_LOCAL_SHELL };
 
@@ -101,8 +103,7 @@ struct mock_view {
     unsigned prompt_tokens;
 };
 
-/* ---- reply plan (mock_plan.c) ------------------------------------------------------------------
- */
+/* ---- reply plan (mock_plan.c) ---- */
 
 enum mock_block_kind { MOCK_BLOCK_THINKING, MOCK_BLOCK_TEXT, MOCK_BLOCK_CALL };
 
@@ -144,8 +145,7 @@ void mock_reply_clear(struct mock_reply *r);
 struct mock_errcount *mock_errcount_new(void);
 void mock_errcount_free(struct mock_errcount *c);
 
-/* ---- tools (mock_tools.c)
- * ------------------------------------------------------------------------ */
+/* ---- tools (mock_tools.c) ---- */
 
 const struct mock_tool *mock_find_shell_tool(const struct mock_view *v);
 const struct mock_tool *mock_find_write_tool(const struct mock_view *v);
@@ -164,8 +164,7 @@ json_t *mock_fill_schema(const json_t *schema);
  * "Primary working directory: ", "<cwd>", "Working directory: ", ...). */
 void mock_find_cwd(const char *raw, size_t len, char *out, size_t size);
 
-/* ---- paced output (mock_stream.c)
- * ----------------------------------------------------------------- */
+/* ---- paced output (mock_stream.c) ---- */
 
 struct mock_chunk {
     char *data;
@@ -203,8 +202,32 @@ void mock_split(const char *text, size_t n, void (*fn)(const char *p, size_t len
 /* The deterministic tokenizer: ceil(bytes / 4), at least 1 for non-empty input. */
 unsigned mock_tokens(size_t bytes);
 
-/* ---- dialects
- * ---------------------------------------------------------------------------------------- */
+/* ---- request log (mock_log.c) ---- */
+
+struct MHD_Connection;
+
+struct mock_log {
+    FILE *f; /* NULL: no log */
+    pthread_mutex_t lock;
+};
+
+/* Opens `path` for append (NULL: logging off). @return 0 or EVOLVE_EIO. */
+int mock_log_open(struct mock_log *lg, const char *path);
+/* Closes the file. Call once, also after a failed open. */
+void mock_log_close(struct mock_log *lg);
+/* Writes `entry` as one line and frees it. */
+void mock_log_write(struct mock_log *lg, json_t *entry);
+/* A new entry: seq, ts, method, path, query and headers, credentials redacted. */
+json_t *mock_log_entry(struct MHD_Connection *conn, uint64_t seq, const char *method,
+                       const char *url);
+/* The reply as logged: status, blocks (text, thinking, tool_call with its input) or error. */
+json_t *mock_log_reply(const struct mock_reply *r);
+/* The request body, redacted. */
+json_t *mock_log_body(const json_t *body);
+/* The fixed model list for GET .../models (OpenAI/Anthropic shape, or Gemini's for v1beta). */
+json_t *mock_models_list(const char *path);
+
+/* ---- dialects ---- */
 
 struct mock_dialect {
     const char *name;

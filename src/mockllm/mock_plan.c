@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "mockllm/mock_impl.h"
 
-/* ---- helpers shared by the dialects ---------------------------------------------------------- */
+/* ---- helpers shared by the dialects ---- */
 
 void mock_add_tool(struct mock_view *v, const char *name, const char *desc, json_t *schema,
                    enum mock_tool_kind kind)
@@ -123,8 +123,7 @@ const char *mock_error_text(int status)
     }
 }
 
-/* ---- error_times counters
- * ------------------------------------------------------------------------ */
+/* ---- error_times counters ---- */
 
 #define ERRCOUNT_SLOTS 4096
 
@@ -177,8 +176,7 @@ static unsigned errcount_bump(struct mock_errcount *c, uint64_t key, unsigned li
     return seen;
 }
 
-/* ---- the plan
- * ------------------------------------------------------------------------------------- */
+/* ---- the plan ---- */
 
 void mock_reply_clear(struct mock_reply *r)
 {

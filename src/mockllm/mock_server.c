@@ -4,7 +4,7 @@
  * (HEAD /, GET models, count_tokens), replies written chunk by chunk when each is due, and
  * one JSONL log line per request with credentials redacted.
  * Threads: mock_server_start/stop on the caller's thread; everything else on libmicrohttpd's
- * connection threads. Shared state: the log (log_lock), the named-scenario cache and the
+ * connection threads. Shared state: the log (its own mutex), the named-scenario cache and the
  * stopping flag (lock + cond, which also wakes paced streams at stop), the request counter
  * (atomic), the error counters (their own mutex). */
 #include <arpa/inet.h>
@@ -35,9 +35,8 @@ struct mock_server {
     size_t nnamed;
     char *scenario_dir;
     struct mock_errcount *errs;
-    FILE *log;
+    struct mock_log log;
     int log_bodies;
-    pthread_mutex_t log_lock;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* signalled once, when stopping is set */
     int stopping;
@@ -91,7 +90,7 @@ static int wait_due(struct mock_server *srv, uint64_t due)
     return stopping ? -1 : 0;
 }
 
-/* ---- writing paced replies ------------------------------------------------------------------- */
+/* ---- writing paced replies ---- */
 
 static ssize_t paced_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -181,137 +180,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, struct mock_serve
     return queue_stream(conn, srv, &s, mono_ms());
 }
 
-/* ---- logging ------------------------------------------------------------------------------------
- */
-
-static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  const char *value)
-{
-    static const char *const secret[] = {"authorization",
-                                         "proxy-authorization",
-                                         "x-api-key",
-                                         "x-goog-api-key",
-                                         "api-key",
-                                         "cookie",
-                                         NULL};
-    char line[4096];
-    size_t i, kl;
-
-    (void)kind;
-    if (!key)
-        return MHD_YES;
-    for (i = 0; secret[i]; i++)
-        if (!strcasecmp(key, secret[i])) {
-            json_object_set_new(cls, key, json_string("[REDACTED]"));
-            return MHD_YES;
-        }
-    /* Everything else through the logging layer's redaction ("token=...", "sk-..." keys). */
-    snprintf(line, sizeof(line), "%s: %s", key, value ? value : "");
-    kl = strlen(key) + 2;
-    core_log_redact(line, strlen(line));
-    json_object_set_new(cls, key, json_string(strlen(line) >= kl ? line + kl : ""));
-    return MHD_YES;
-}
-
-static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                               const char *value)
-{
-    (void)kind;
-    if (key) {
-        char v[1024];
-
-        /* ?key=... is how Gemini clients may pass the API key */
-        if (!strcasecmp(key, "key")) {
-            json_object_set_new(cls, key, json_string("[REDACTED]"));
-            return MHD_YES;
-        }
-        snprintf(v, sizeof(v), "%s=%s", key, value ? value : "");
-        core_log_redact(v, strlen(v));
-        json_object_set_new(cls, key, json_string(strchr(v, '=') + 1));
-    }
-    return MHD_YES;
-}
-
-static json_t *reply_summary(const struct mock_reply *r)
-{
-    json_t *blocks;
-    size_t i;
-
-    if (r->error_status)
-        return json_pack("{sI ss sI}", "status", (json_int_t)r->error_status, "error",
-                         r->error_message, "retry_after", (json_int_t)r->retry_after_s);
-    blocks = json_array();
-    for (i = 0; i < r->nblocks; i++) {
-        const struct mock_block *b = &r->blocks[i];
-
-        if (b->kind == MOCK_BLOCK_CALL)
-            json_array_append_new(blocks,
-                                  json_pack("{ss ss ss ss}", "type", "tool_call", "id", b->id,
-                                            "name", b->tool_name, "input", b->args_json));
-        else
-            json_array_append_new(blocks,
-                                  json_pack("{ss ss}", "type",
-                                            b->kind == MOCK_BLOCK_TEXT ? "text" : "thinking",
-                                            "text", b->text));
-    }
-    if (r->json_value)
-        json_array_append_new(blocks, json_pack("{ss sO}", "type", "json", "value", r->json_value));
-    return json_pack("{si so}", "status", 200, "blocks", blocks);
-}
-
-/* Writes one JSONL line (steals entry). */
-static void log_line(struct mock_server *srv, json_t *entry)
-{
-    char *line;
-
-    if (!srv->log || !entry) {
-        json_decref(entry);
-        return;
-    }
-    line = json_dumps(entry, JSON_COMPACT);
-    json_decref(entry);
-    if (!line)
-        return;
-    pthread_mutex_lock(&srv->log_lock);
-    fputs(line, srv->log);
-    fputc('\n', srv->log);
-    fflush(srv->log);
-    pthread_mutex_unlock(&srv->log_lock);
-    free(line);
-}
-
-static json_t *log_entry(struct MHD_Connection *conn, uint64_t seq, const char *method,
-                         const char *url)
-{
-    json_t *headers = json_object(), *query = json_object();
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header, headers);
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_arg, query);
-    return json_pack("{sI sf ss ss so so}", "seq", (json_int_t)seq, "ts",
-                     (double)ts.tv_sec + ts.tv_nsec / 1e9, "method", method, "path", url, "query",
-                     query, "headers", headers);
-}
-
-/* The body for the log, redacted: re-parsed when redaction kept it valid JSON. */
-static json_t *redacted_body(const json_t *body)
-{
-    char *s = json_dumps(body, JSON_COMPACT);
-    json_t *out;
-
-    if (!s)
-        return json_null();
-    core_log_redact(s, strlen(s));
-    out = json_loads(s, 0, NULL);
-    if (!out)
-        out = json_string(s);
-    free(s);
-    return out;
-}
-
-/* ---- request bodies
- * ------------------------------------------------------------------------------ */
+/* ---- request bodies ---- */
 
 static int append(struct req *r, const char *data, size_t n)
 {
@@ -364,8 +233,7 @@ static int inflate_body(struct req *in, struct req *out)
     return zr == Z_STREAM_END ? 0 : -1;
 }
 
-/* ---- routing
- * -------------------------------------------------------------------------------------- */
+/* ---- routing ---- */
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -419,37 +287,6 @@ static const struct mock_scenario *pick_scenario(struct mock_server *srv,
     return sc ? sc : srv->scenario;
 }
 
-static json_t *models_list(const char *path)
-{
-    static const char *const models[] = {"mock-model", "claude-sonnet-4-5", "claude-opus-4-8",
-                                         "gpt-5.5",    "gemini-2.5-pro",    "gemini-2.5-flash",
-                                         NULL};
-    json_t *arr = json_array();
-    size_t i;
-
-    for (i = 0; models[i]; i++) {
-        if (strstr(path, "v1beta"))
-            json_array_append_new(arr, json_pack("{ss ss s[ss]}", "name", "models/", "displayName",
-                                                 models[i], "supportedGenerationMethods",
-                                                 "generateContent", "countTokens"));
-        else
-            json_array_append_new(arr, json_pack("{ss ss ss sI ss ss}", "id", models[i], "object",
-                                                 "model", "type", "model", "created",
-                                                 (json_int_t)1767225600, "created_at",
-                                                 "2026-01-01T00:00:00Z", "owned_by", "mock-llm"));
-        if (strstr(path, "v1beta")) {
-            char n[96];
-
-            snprintf(n, sizeof(n), "models/%s", models[i]);
-            json_object_set_new(json_array_get(arr, i), "name", json_string(n));
-        }
-    }
-    if (strstr(path, "v1beta"))
-        return json_pack("{so}", "models", arr);
-    return json_pack("{ss so sb ss ss}", "object", "list", "data", arr, "has_more", 0, "first_id",
-                     models[0], "last_id", "gemini-2.5-flash");
-}
-
 static const struct mock_dialect *dialect_for(const char *path, struct MHD_Connection *conn,
                                               const char **model_out, char *model, size_t msize)
 {
@@ -499,7 +336,7 @@ static enum MHD_Result model_call(struct mock_server *srv, struct MHD_Connection
     if (d->inspect(v) != 0) {
         free(v);
         json_object_set_new(entry, "reply", json_pack("{si}", "status", 400));
-        log_line(srv, entry);
+        mock_log_write(&srv->log, entry);
         return queue_json(conn, srv, 400,
                           json_pack("{s{ss ss}}", "error", "type", "invalid_request_error",
                                     "message",
@@ -525,17 +362,17 @@ static enum MHD_Result model_call(struct mock_server *srv, struct MHD_Connection
     json_object_set_new(entry, "turn", json_integer(v->turn));
     json_object_set_new(entry, "cwd", json_string(v->cwd));
     json_object_set_new(entry, "tools", names);
-    json_object_set_new(entry, "reply", reply_summary(&r));
+    json_object_set_new(entry, "reply", mock_log_reply(&r));
     json_object_set_new(entry, "usage",
                         json_pack("{sI sI sI sI}", "prompt_tokens", (json_int_t)r.prompt_tokens,
                                   "completion_tokens", (json_int_t)r.completion_tokens,
                                   "cache_read_tokens", (json_int_t)r.cache_read_tokens,
                                   "cache_write_tokens", (json_int_t)r.cache_write_tokens));
     if (srv->log_bodies)
-        json_object_set_new(entry, "body", redacted_body(body));
+        json_object_set_new(entry, "body", mock_log_body(body));
     mock_reply_clear(&r);
     free(v);
-    log_line(srv, entry);
+    mock_log_write(&srv->log, entry);
     if (s.failed) {
         mock_stream_free(&s);
         return MHD_NO;
@@ -548,7 +385,7 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
 {
     uint64_t seq = atomic_fetch_add_explicit(&srv->seq, 1, memory_order_relaxed) + 1,
              t0 = mono_ms();
-    json_t *entry = log_entry(conn, seq, method, url), *body = NULL;
+    json_t *entry = mock_log_entry(conn, seq, method, url), *body = NULL;
     const char *path = url, *model = NULL, *enc;
     const struct mock_scenario *sc = pick_scenario(srv, conn, &path, entry);
     const struct mock_dialect *d;
@@ -560,15 +397,15 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 
-        log_line(srv, entry);
+        mock_log_write(&srv->log, entry);
         ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
         MHD_destroy_response(resp);
         return ret;
     }
     if (!strcmp(method, "GET")) {
-        log_line(srv, entry);
+        mock_log_write(&srv->log, entry);
         if (ends_with(path, "/models") || strstr(path, "/models?"))
-            return queue_json(conn, srv, 200, models_list(path));
+            return queue_json(conn, srv, 200, mock_models_list(path));
         if (strstr(path, "/models/"))
             return queue_json(conn, srv, 200,
                               json_pack("{ss ss ss ss}", "id", strstr(path, "/models/") + 8, "type",
@@ -581,7 +418,7 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
                                     "mock-llm: no such endpoint"));
     }
     if (rq->too_big) {
-        log_line(srv, entry);
+        mock_log_write(&srv->log, entry);
         return queue_json(
             conn, srv, 413,
             json_pack("{s{ss}}", "error", "message", "mock-llm: request body too large"));
@@ -590,7 +427,7 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
     if (enc && (!strcasecmp(enc, "gzip") || !strcasecmp(enc, "deflate"))) {
         if (inflate_body(rq, &plain) < 0) {
             free(plain.buf);
-            log_line(srv, entry);
+            mock_log_write(&srv->log, entry);
             return queue_json(
                 conn, srv, 400,
                 json_pack("{s{ss}}", "error", "message", "mock-llm: bad compressed body"));
@@ -601,7 +438,7 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
     body = rq->len ? json_loadb(rq->buf, rq->len, 0, NULL) : json_object();
     if (!json_is_object(body)) {
         json_decref(body);
-        log_line(srv, entry);
+        mock_log_write(&srv->log, entry);
         return queue_json(conn, srv, 400,
                           json_pack("{s{ss ss}}", "error", "type", "invalid_request_error",
                                     "message", "mock-llm: the body is not a JSON object"));
@@ -610,7 +447,7 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
         unsigned n = mock_tokens(rq->len);
 
         json_object_set_new(entry, "usage", json_pack("{sI}", "prompt_tokens", (json_int_t)n));
-        log_line(srv, entry);
+        mock_log_write(&srv->log, entry);
         json_decref(body);
         return queue_json(conn, srv, 200,
                           ends_with(path, ":countTokens")
@@ -618,7 +455,7 @@ static enum MHD_Result handle(struct mock_server *srv, struct MHD_Connection *co
                               : json_pack("{sI}", "input_tokens", (json_int_t)n));
     }
     if (!(d = dialect_for(path, conn, &model, mbuf, sizeof(mbuf)))) {
-        log_line(srv, entry);
+        mock_log_write(&srv->log, entry);
         json_decref(body);
         return queue_json(conn, srv, 404,
                           json_pack("{s{ss ss}}", "error", "type", "not_found", "message",
@@ -675,8 +512,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     core_log_debug("mock-llm: libmicrohttpd: %s", line);
 }
 
-/* ---- start and stop
- * --------------------------------------------------------------------------------- */
+/* ---- start and stop ---- */
 
 static int loopback_addr(const char *host, struct in_addr *out)
 {
@@ -706,13 +542,15 @@ int mock_server_start(struct mock_server **out, const struct mock_config *cfg)
     if (!(srv = calloc(1, sizeof(*srv))))
         return core_error_oom();
     pthread_mutex_init(&srv->lock, NULL);
-    pthread_mutex_init(&srv->log_lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&srv->cond, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&srv->seq, 0);
     srv->log_bodies = cfg->log_bodies;
+    /* first, so that the fail path can always close it */
+    if ((rc = mock_log_open(&srv->log, cfg->log_path)))
+        goto fail;
     if ((rc = mock_scenario_load(&srv->scenario, cfg->scenario, cfg->scenario_dir)))
         goto fail;
     if (cfg->scenario_dir && !(srv->scenario_dir = strdup(cfg->scenario_dir))) {
@@ -721,10 +559,6 @@ int mock_server_start(struct mock_server **out, const struct mock_config *cfg)
     }
     if (!(srv->errs = mock_errcount_new())) {
         rc = core_error_oom();
-        goto fail;
-    }
-    if (cfg->log_path && !(srv->log = fopen(cfg->log_path, "a"))) {
-        rc = core_error_set(EVOLVE_EIO, "mock-llm: log %s: cannot open for append", cfg->log_path);
         goto fail;
     }
     srv->daemon = MHD_start_daemon(
@@ -768,8 +602,7 @@ void mock_server_stop(struct mock_server *srv)
     pthread_mutex_unlock(&srv->lock);
     if (srv->daemon)
         MHD_stop_daemon(srv->daemon);
-    if (srv->log)
-        fclose(srv->log);
+    mock_log_close(&srv->log);
     for (i = 0; i < srv->nnamed; i++)
         mock_scenario_free(srv->named[i]);
     mock_scenario_free(srv->scenario);
@@ -777,6 +610,5 @@ void mock_server_stop(struct mock_server *srv)
     free(srv->scenario_dir);
     pthread_cond_destroy(&srv->cond);
     pthread_mutex_destroy(&srv->lock);
-    pthread_mutex_destroy(&srv->log_lock);
     free(srv);
 }

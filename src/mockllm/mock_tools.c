@@ -121,8 +121,7 @@ const struct mock_tool *mock_find_patch_tool(const struct mock_view *v)
     return NULL;
 }
 
-/* ---- schema filling
- * -------------------------------------------------------------------------------- */
+/* ---- schema filling ---- */
 
 static const char *type_of(const json_t *s)
 {
@@ -199,8 +198,7 @@ static void fill_required(json_t *args, const struct mock_tool *t, const char *w
     }
 }
 
-/* ---- cwd and paths
- * ---------------------------------------------------------------------------------- */
+/* ---- cwd and paths ---- */
 
 void mock_find_cwd(const char *raw, size_t len, char *out, size_t size)
 {
@@ -276,8 +274,7 @@ static void sed_escape(char *buf, size_t cap, const char *s, int pattern)
     buf[n] = '\0';
 }
 
-/* ---- building calls
- * ----------------------------------------------------------------------------------- */
+/* ---- building calls ---- */
 
 static int set_call(struct mock_block *b, const struct mock_tool *t, json_t *args, char *input)
 {
