@@ -384,8 +384,8 @@ int mock_scenario_load(struct mock_scenario **out, const char *name_or_path, con
 {
     const char *dirs[4];
     char path[4096];
-    size_t i, nd = 0, len;
-    char *buf;
+    size_t i, nd = 0, len = 0;
+    char *buf = NULL;
     int rc;
 
     *out = NULL;
