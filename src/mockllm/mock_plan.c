@@ -155,7 +155,8 @@ void mock_errcount_free(struct mock_errcount *c)
 }
 
 /* Increments and returns the number of requests seen for `key` (before this one). When the
- * table is full the oldest behaviour wins: the request counts as already failed enough. */
+ * table is full (4096 conversation-turns) a new key counts as already failed enough, so the
+ * request is served: a scripted failure is never made permanent by running out of slots. */
 static unsigned errcount_bump(struct mock_errcount *c, uint64_t key, unsigned limit)
 {
     size_t i, at;

@@ -562,10 +562,11 @@ int mock_server_start(struct mock_server **out, const struct mock_config *cfg)
         goto fail;
     }
     srv->daemon = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
+        NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)600, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_END);
+        (unsigned)600, MHD_OPTION_CONNECTION_LIMIT, (unsigned)8192, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, srv, MHD_OPTION_END);
     if (!srv->daemon) {
         rc = core_error_set(EVOLVE_EIO, "mock-llm: cannot listen on %s:%u (port in use?)",
                             cfg->host ? cfg->host : "127.0.0.1", (unsigned)cfg->port);
