@@ -13,4 +13,7 @@ struct cli_command {
  * `fmt` is NULL. Returns 1 for use as an exit code. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Subcommands (one file each). */
+int cli_mockllm_main(int argc, char **argv);
+
 #endif

@@ -9,6 +9,7 @@
 #include "evolve/evolve.h"
 
 static const struct cli_command commands[] = {
+    {"mock-llm", "serve a scripted model on loopback for real agent CLIs", cli_mockllm_main},
     {NULL, NULL, NULL},
 };
 
