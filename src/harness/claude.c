@@ -252,7 +252,7 @@ static int usage_event(struct hns_line *l, const char *scope, int usage, int cos
             return core_error_oom();
         }
     }
-    return hns_line_emit(l, hns_usage_update(scope, &u));
+    return hns_line_emit(l, hns_line_usage_update(scope, &u));
 }
 
 static int message_line(struct claude_state *st, struct hns_line *l, bool assistant)

@@ -397,7 +397,7 @@ static int turn_usage(struct hns_line *l)
         json_decref(u.extra);
         return core_error_oom();
     }
-    return hns_line_emit(l, hns_usage_update("run", &u));
+    return hns_line_emit(l, hns_line_usage_update("run", &u));
 }
 
 static int parse_line(struct hns_parser *p, const char *line, size_t len)

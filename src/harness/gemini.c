@@ -311,7 +311,7 @@ static int result_line(struct hns_line *l)
             json_decref(u.extra);
             return core_error_oom();
         }
-        rc = hns_line_emit(l, hns_usage_update("run", &u));
+        rc = hns_line_emit(l, hns_line_usage_update("run", &u));
     }
     if (rc >= 0 && status >= 0 && !hns_jstreq(d, status, "success")) {
         struct hns_buf b = {0};

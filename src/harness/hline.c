@@ -451,7 +451,7 @@ static json_t *num_json(double v)
     return json_real(v);
 }
 
-json_t *hns_usage_update(const char *scope, struct hns_usage *u)
+json_t *hns_line_usage_update(const char *scope, struct hns_usage *u)
 {
     json_t *usage = json_object(), *up;
 

@@ -92,7 +92,7 @@ struct hns_usage {
 };
 /* {sessionUpdate:"usage", scope, usage:{promptTokens?, completionTokens?, cachedTokens?,
  * costUsd?, extra?}}; consumes u->extra. */
-json_t *hns_usage_update(const char *scope, struct hns_usage *u);
+json_t *hns_line_usage_update(const char *scope, struct hns_usage *u);
 
 /* Appends the JSON text of token i with insignificant whitespace removed: JSON.stringify of
  * the parsed value for every input that has no escapes or numbers JS would normalise. */
