@@ -1,12 +1,15 @@
 /* runtime.c — the worker pool: per-worker run queues, stealing, parking, one-off jobs, shutdown.
- * Owns: the worker threads and their queues; the `queued`/`active` counters; the park mutex.
+ * Owns: the worker threads and their queues; the `queued` and `jobs` counters; the park mutex.
  * Does not own: actors and their mailboxes (actor.c), timers (timer.c).
  * Threads: act_runq_schedule and act_runtime_submit from any thread; worker_main on the workers;
  * act_runtime_new/shutdown/free from a thread that is not a worker.
  * Ordering: a task pushed happens-before it runs (exchange/release on push, acquire on pop). A
  * worker parks only after announcing itself in `sleepers` and re-checking `queued`, and a pusher
  * bumps `queued` before reading `sleepers` (both seq_cst): one of the two always sees the other,
- * so no wake-up is lost. */
+ * so no wake-up is lost.
+ * Shutdown: once no actor is live and no job pending, workers are told to exit; a worker exits
+ * only when it finds `queued` at 0 while parking, so tasks still queued (the last turns of
+ * stopped actors) run first. Nothing else is counted on the hot path. */
 #include "actors/internal.h"
 
 #include <assert.h>
@@ -20,6 +23,10 @@
 /* The worker running on this thread, if any (for "push to my own queue" and the on_worker
  * assertions). */
 static _Thread_local struct act_worker *tls_worker;
+
+/* Round-robin cursor of a thread outside the pool (a thread-local, so pushes from different
+ * threads share no counter). */
+static _Thread_local unsigned tls_rr;
 
 /* Polls of `queued` before a worker parks: a few microseconds, so a message that arrives right
  * after a queue ran dry does not pay for a futex wake. Kept short: the machine is shared. */
@@ -113,13 +120,13 @@ static struct act_task *find_task(struct act_worker *w)
     return t;
 }
 
-/* Called after a task finished (or after a submit was refused): the last one out wakes a
- * shutdown waiting for quiet. */
-static void task_done(struct act_runtime *rt)
+/* Called after a job ran (or a submit was refused): the last one out wakes a shutdown waiting
+ * for quiet. */
+static void job_done(struct act_runtime *rt)
 {
     /* seq_cst: pairs with the seq_cst store of `closing` in shutdown; either we see closing and
-     * signal, or shutdown's own check of `active` sees our decrement. */
-    if (atomic_fetch_sub_explicit(&rt->active, 1, memory_order_seq_cst) == 1 &&
+     * signal, or shutdown's own check of `jobs` sees our decrement. */
+    if (atomic_fetch_sub_explicit(&rt->jobs, 1, memory_order_seq_cst) == 1 &&
         atomic_load_explicit(&rt->closing, memory_order_seq_cst)) {
         pthread_mutex_lock(&rt->mu);
         pthread_cond_broadcast(&rt->quiet_cv);
@@ -127,21 +134,15 @@ static void task_done(struct act_runtime *rt)
     }
 }
 
-/* Pushes a task whose `active` count the caller already took. */
-static void schedule_counted(struct act_runtime *rt, struct act_task *task)
+/* Wakes one parked worker if some are parked and none is spinning. A spinning worker will
+ * find the task by itself (and wakes another if it finds more than one, see worker_main); a
+ * spinner that gives up re-checks `queued` in park() before sleeping, so skipping the wake here
+ * loses nothing. This keeps futex wakes off the path of a busy runtime. */
+static void maybe_wake(struct act_runtime *rt)
 {
-    struct act_worker *w = tls_worker;
-    unsigned i;
-
-    if (w && w->rt == rt)
-        i = w->index;
-    else
-        i = atomic_fetch_add_explicit(&rt->rr, 1, memory_order_relaxed) % rt->nworkers;
-    runq_push(&rt->workers[i].q, task);
-    /* seq_cst: Dekker with park(): this increment is ordered before our load of `sleepers`,
-     * and a parking worker's increment of `sleepers` before its load of `queued`. */
-    atomic_fetch_add_explicit(&rt->queued, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&rt->sleepers, memory_order_seq_cst) > 0) {
+    /* seq_cst: the second half of the Dekker pair described in schedule_counted/park. */
+    if (atomic_load_explicit(&rt->sleepers, memory_order_seq_cst) > 0 &&
+        atomic_load_explicit(&rt->spinners, memory_order_relaxed) == 0) {
         pthread_mutex_lock(&rt->park_mu);
         pthread_cond_signal(&rt->park_cv);
         pthread_mutex_unlock(&rt->park_mu);
@@ -150,8 +151,18 @@ static void schedule_counted(struct act_runtime *rt, struct act_task *task)
 
 void act_runq_schedule(struct act_runtime *rt, struct act_task *task)
 {
-    atomic_fetch_add_explicit(&rt->active, 1, memory_order_relaxed);
-    schedule_counted(rt, task);
+    struct act_worker *w = tls_worker;
+    unsigned i;
+
+    if (w && w->rt == rt)
+        i = w->index;
+    else
+        i = tls_rr++ % rt->nworkers;
+    runq_push(&rt->workers[i].q, task);
+    /* seq_cst: Dekker with park(): this increment is ordered before our load of `sleepers`,
+     * and a parking worker's increment of `sleepers` before its load of `queued`. */
+    atomic_fetch_add_explicit(&rt->queued, 1, memory_order_seq_cst);
+    maybe_wake(rt);
 }
 
 /* Parks until something is queued. Returns true when the worker should exit. */
@@ -187,16 +198,19 @@ static void *worker_main(void *arg)
     for (;;) {
         t = find_task(w);
         if (t) {
-            atomic_fetch_sub_explicit(&rt->queued, 1, memory_order_relaxed);
+            /* More queued than this one: make sure someone else looks (see maybe_wake). */
+            if (atomic_fetch_sub_explicit(&rt->queued, 1, memory_order_seq_cst) > 1)
+                maybe_wake(rt);
             t->run(t); /* may free t */
-            task_done(rt);
             continue;
         }
+        atomic_fetch_add_explicit(&rt->spinners, 1, memory_order_relaxed);
         for (i = 0; i < SPIN_POLLS; i++) {
             if (atomic_load_explicit(&rt->queued, memory_order_relaxed) > 0)
                 break;
             cpu_relax();
         }
+        atomic_fetch_sub_explicit(&rt->spinners, 1, memory_order_relaxed);
         if (i < SPIN_POLLS)
             continue;
         if (park(rt))
@@ -294,7 +308,7 @@ void act_runtime_shutdown(struct act_runtime *rt)
         return;
     }
     rt->shut_down = true;
-    /* seq_cst: pairs with task_done() and act_runtime_submit(); set under mu so that
+    /* seq_cst: pairs with job_done() and act_runtime_submit(); set under mu so that
      * act_actor_new (which registers under mu) either sees it or is stopped below. */
     atomic_store_explicit(&rt->closing, true, memory_order_seq_cst);
     pthread_mutex_unlock(&rt->mu);
@@ -303,7 +317,7 @@ void act_runtime_shutdown(struct act_runtime *rt)
         act_timers_stop(rt->timers);
     act_registry_stop_all(rt);
     pthread_mutex_lock(&rt->mu);
-    while (rt->nlive > 0 || atomic_load_explicit(&rt->active, memory_order_seq_cst) > 0)
+    while (rt->nlive > 0 || atomic_load_explicit(&rt->jobs, memory_order_seq_cst) > 0)
         pthread_cond_wait(&rt->quiet_cv, &rt->mu);
     pthread_mutex_unlock(&rt->mu);
     stop_workers(rt);
@@ -328,6 +342,7 @@ void act_runtime_free(struct act_runtime *rt)
 
 struct job {
     struct act_task task; /* first */
+    struct act_runtime *rt;
     void (*fn)(void *arg);
     void *arg;
 };
@@ -337,30 +352,33 @@ static void job_run(struct act_task *task)
     struct job *j = (struct job *)task;
     void (*fn)(void *) = j->fn;
     void *arg = j->arg;
+    struct act_runtime *rt = j->rt;
 
     free(j);
     fn(arg);
+    job_done(rt);
 }
 
 int act_runtime_submit(struct act_runtime *rt, void (*fn)(void *arg), void *arg)
 {
     struct job *j;
 
-    /* seq_cst: Dekker with shutdown, which stores `closing` then reads `active`: either it
+    /* seq_cst: Dekker with shutdown, which stores `closing` then reads `jobs`: either it
      * waits for this job or we see `closing` and refuse. */
-    atomic_fetch_add_explicit(&rt->active, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&rt->jobs, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&rt->closing, memory_order_seq_cst)) {
-        task_done(rt);
+        job_done(rt);
         return core_error_set(EVOLVE_ESHUTDOWN, "job not queued: the runtime is shutting down");
     }
     j = malloc(sizeof(*j));
     if (!j) {
-        task_done(rt);
+        job_done(rt);
         return core_error_oom();
     }
     j->task.run = job_run;
+    j->rt = rt;
     j->fn = fn;
     j->arg = arg;
-    schedule_counted(rt, &j->task);
+    act_runq_schedule(rt, &j->task);
     return 0;
 }
