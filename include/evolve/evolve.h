@@ -7,5 +7,6 @@
 
 #include "evolve/common.h"
 #include "evolve/event.h"
+#include "evolve/storage.h"
 
 #endif
