@@ -28,24 +28,35 @@ static void gear_init(void)
     atomic_store_explicit(&gear_ready, 1, memory_order_release);
 }
 
-size_t sto_chunk_next(const unsigned char *data, size_t len, bool final)
+static size_t cut(const unsigned char *data, size_t len, bool final, size_t min, int bits,
+                  size_t max)
 {
-    const uint64_t mask = ((1ull << STO_CHUNK_AVG_BITS) - 1) << (64 - STO_CHUNK_AVG_BITS);
-    size_t i, end = len < STO_CHUNK_MAX ? len : STO_CHUNK_MAX;
+    const uint64_t mask = ((1ull << bits) - 1) << (64 - bits);
+    size_t i, end = len < max ? len : max;
     uint64_t h = 0;
 
     gear_init();
-    if (len <= STO_CHUNK_MIN)
+    if (len <= min)
         return final ? len : 0;
-    /* The hash only needs the last 64 bytes before the cut window opens. */
-    for (i = STO_CHUNK_MIN - 64; i < STO_CHUNK_MIN; i++)
+    /* The hash only depends on the last 64 bytes, so start 64 bytes before the window opens. */
+    for (i = min - 64; i < min; i++)
         h = (h << 1) + gear[data[i]];
     for (; i < end; i++) {
         h = (h << 1) + gear[data[i]];
         if (!(h & mask))
             return i + 1;
     }
-    if (end == STO_CHUNK_MAX)
-        return STO_CHUNK_MAX;
+    if (end == max)
+        return max;
     return final ? len : 0;
+}
+
+size_t sto_chunk_next(const unsigned char *data, size_t len, bool final)
+{
+    return cut(data, len, final, STO_CHUNK_MIN, STO_CHUNK_AVG_BITS, STO_CHUNK_MAX);
+}
+
+size_t sto_chunk_next_small(const unsigned char *data, size_t len, bool final)
+{
+    return cut(data, len, final, 1024, 12, 16384);
 }

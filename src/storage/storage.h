@@ -38,6 +38,9 @@ bool sto_is_hex_id(const char *s);
 /* Length of the first chunk of data[0..len). When `final` is false and no boundary is found
  * before len, returns 0 (more data needed); with `final`, returns min(len, STO_CHUNK_MAX). */
 size_t sto_chunk_next(const unsigned char *data, size_t len, bool final);
+/* The same rule with smaller chunks (1 KiB min, 4 KiB average, 16 KiB max) for manifests, so a
+ * changed line costs about 4 KiB of new manifest, not 16. */
+size_t sto_chunk_next_small(const unsigned char *data, size_t len, bool final);
 
 /* ---- blobs (blob.c): the stored form of one chunk ---------------------------------------------
  * Layout: "EVB1", u32le raw length, u32le crc32(raw), u32le deflated length, then a raw deflate
@@ -182,7 +185,7 @@ int sto_record_list(struct sto_store *st, struct sto_record **out, size_t *count
 void sto_record_list_free(struct sto_record *list, size_t count);
 /* Reads the manifest of a record (chunks verified, paths checked). */
 int sto_manifest_load(struct sto_store *st, const struct sto_record *r, struct sto_manifest *m);
-/* Stores bytes as chunks; ids appended to *ids (realloc'd). `pending` may be NULL. */
+/* Stores bytes (a manifest) as small chunks; ids are appended to *ids (realloc'd). */
 int sto_store_bytes(struct sto_store *st, const unsigned char *data, size_t len,
                     char (**ids)[STO_HEX_LEN + 1], size_t *nids);
 

@@ -128,7 +128,7 @@ int sto_store_bytes(struct sto_store *st, const unsigned char *data, size_t len,
     int rc = 0;
 
     while (rc == 0 && off < len) {
-        size_t n = sto_chunk_next(data + off, len - off, true);
+        size_t n = sto_chunk_next_small(data + off, len - off, true);
         char key[128], (*grown)[STO_HEX_LEN + 1];
         grown = realloc(*ids, (*nids + 1) * sizeof(**ids));
         if (!grown)
