@@ -230,8 +230,10 @@ static void iso_time(char *out, size_t size, const struct timespec *ts)
     struct tm tm;
 
     gmtime_r(&ts->tv_sec, &tm);
-    snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000000);
+    if (snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (int)(ts->tv_nsec / 1000000) % 1000) >= (int)size)
+        out[0] = '\0';
 }
 
 int sto_checkpoint(struct sto_store *st, const char *home, const evolve_checkpoint_options_t *o,

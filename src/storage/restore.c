@@ -189,8 +189,10 @@ static int write_archive(struct sto_store *st, const struct sto_record *r,
     ssize_t n;
     int fd = -1, rc;
 
-    snprintf(final, sizeof(final), "%s/checkpoint-%s.tar.gz", to, r->info->id);
-    snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", final);
+    if (snprintf(final, sizeof(final), "%s/checkpoint-%s.tar.gz", to, r->info->id) >=
+            (int)sizeof(final) ||
+        snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", final) >= (int)sizeof(tmp))
+        return core_error_set(EVOLVE_EINVAL, "download: path too long: %s", to);
     fd = mkstemp(tmp);
     if (fd < 0)
         return core_error_set(EVOLVE_EIO, "download: create %s: %s", tmp, strerror(errno));
