@@ -91,9 +91,10 @@ static size_t nnames, total_bytes;
 
 static void gen_tree(size_t mb)
 {
-    static const char *words[] = {"int", "return", "if", "for", "while", "static", "const",
-                                  "char", "size_t", "struct", "void", "=", "+", "(", ")", "{",
-                                  "}", ";", "x", "y", "count", "buffer", "error", "\n", "    "};
+    static const char *words[] = {"int",    "return", "if",     "for",  "while", "static", "const",
+                                  "char",   "size_t", "struct", "void", "=",     "+",      "(",
+                                  ")",      "{",      "}",      ";",    "x",     "y",      "count",
+                                  "buffer", "error",  "\n",     "    "};
     size_t target = mb << 20, text = 0, bin = 0, i;
     unsigned char *buf = malloc(2u << 20);
     char rel[256];
@@ -132,8 +133,8 @@ static void gen_tree(size_t mb)
         names[nnames++] = strdup(rel);
     }
     for (i = 0; i < 2000; i++) { /* a session log */
-        int n = snprintf((char *)buf + i * 50, 51, "{\"type\":\"assistant\",\"n\":%05zu,\"x\":\"ab\"}\n",
-                         i);
+        int n = snprintf((char *)buf + i * 50, 51,
+                         "{\"type\":\"assistant\",\"n\":%05zu,\"x\":\"ab\"}\n", i);
         (void)n;
     }
     write_file(".claude/projects/p/session.jsonl", buf, 2000 * 50 - 1);
@@ -184,8 +185,8 @@ static void emit(const char *figure, const char *unit, double *v, int runs, doub
     med = v[runs / 2];
     o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:i,s:I,s:I,s:s}", "bench", "checkpoint", "figure",
                   figure, "unit", unit, "median", med, "min", v[0], "max", v[runs - 1], "runs",
-                  runs, "bytes", (json_int_t)total_bytes, "files", (json_int_t)nnames,
-                  "checksum", checksum);
+                  runs, "bytes", (json_int_t)total_bytes, "files", (json_int_t)nnames, "checksum",
+                  checksum);
     if (base) {
         qsort(base, (size_t)runs, sizeof(*base), cmp_d);
         json_object_set_new(o, "baseline_median", json_real(base[runs / 2]));
@@ -340,8 +341,10 @@ int main(void)
         emit("store_ratio_100", "x", v, 1, NULL, info->hash);
         emit("store_disk_ratio_100", "x", d, 1, NULL, info->hash);
     }
-    fprintf(stderr, "bench: store after 1: %" PRIu64 " bytes (%" PRIu64 " on disk); after 100: %"
-            PRIu64 " (%" PRIu64 "); tree %zu bytes\n", one_b, one_d, all_b, all_d, total_bytes);
+    fprintf(stderr,
+            "bench: store after 1: %" PRIu64 " bytes (%" PRIu64 " on disk); after 100: %" PRIu64
+            " (%" PRIu64 "); tree %zu bytes\n",
+            one_b, one_d, all_b, all_d, total_bytes);
     evolve_checkpoint_info_free(info);
     evolve_store_free(s);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

@@ -26,7 +26,10 @@ typedef struct evolve_store_options {
     bool no_sync;         /**< skip fsync/syncfs (tests, benchmarks); crash safety is lost */
 } evolve_store_options_t;
 #define EVOLVE_STORE_OPTIONS_VERSION 1
-#define EVOLVE_STORE_OPTIONS_INIT {.version = EVOLVE_STORE_OPTIONS_VERSION}
+#define EVOLVE_STORE_OPTIONS_INIT                                                                  \
+    {                                                                                              \
+        .version = EVOLVE_STORE_OPTIONS_VERSION                                                    \
+    }
 
 /** A checkpoint, field for field the reference's CheckpointInfo (seed 002). Allocated by the
  *  library (free with evolve_checkpoint_info_free()); `version` tells which fields exist, fields
@@ -58,7 +61,10 @@ typedef struct evolve_checkpoint_options {
     const char *workspace_dir;  /**< relative to home; NULL: "workspace" */
 } evolve_checkpoint_options_t;
 #define EVOLVE_CHECKPOINT_OPTIONS_VERSION 1
-#define EVOLVE_CHECKPOINT_OPTIONS_INIT {.version = EVOLVE_CHECKPOINT_OPTIONS_VERSION}
+#define EVOLVE_CHECKPOINT_OPTIONS_INIT                                                             \
+    {                                                                                              \
+        .version = EVOLVE_CHECKPOINT_OPTIONS_VERSION                                               \
+    }
 
 /** One file of a checkpoint: path relative to the sandbox home, and its bytes. */
 typedef struct evolve_file {
@@ -69,12 +75,12 @@ typedef struct evolve_file {
 
 /** Counts from verify and gc. */
 typedef struct evolve_store_report {
-    unsigned int version;  /**< set by the library: EVOLVE_STORE_REPORT_VERSION */
-    size_t checkpoints;    /**< index records seen */
-    size_t blobs;          /**< blobs seen */
-    size_t damaged;        /**< verify: problems reported through the callback */
-    size_t unreferenced;   /**< blobs no checkpoint references (gc: removed) */
-    uint64_t bytes;        /**< verify: bytes of all blobs; gc: bytes removed */
+    unsigned int version; /**< set by the library: EVOLVE_STORE_REPORT_VERSION */
+    size_t checkpoints;   /**< index records seen */
+    size_t blobs;         /**< blobs seen */
+    size_t damaged;       /**< verify: problems reported through the callback */
+    size_t unreferenced;  /**< blobs no checkpoint references (gc: removed) */
+    uint64_t bytes;       /**< verify: bytes of all blobs; gc: bytes removed */
 } evolve_store_report_t;
 #define EVOLVE_STORE_REPORT_VERSION 1
 
@@ -128,8 +134,7 @@ EVOLVE_API int evolve_store_download(char **path_out, evolve_store_t *store, con
 EVOLVE_API int evolve_store_download_files(evolve_file_t **out, size_t *count,
                                            evolve_store_t *store, const char *id,
                                            const char *const *files, size_t nfiles,
-                                           const char *const *globs, size_t nglobs,
-                                           const char *to);
+                                           const char *const *globs, size_t nglobs, const char *to);
 /** Re-hashes every blob and rebuilds every checkpoint's archive against its recorded hash.
  *  Each problem goes to `cb` (may be NULL) and is counted in out->damaged.
  *  @return 0 when clean, EVOLVE_ECORRUPT when damage was found, or EVOLVE_EIO. */

@@ -169,8 +169,8 @@ static int run_files(evolve_store_t *st, const struct args *a)
     size_t n = 0, i;
     json_t *arr = a->json ? json_array() : NULL;
 
-    if (evolve_store_download_files(&files, &n, st, a->id, a->files, a->nfiles, a->globs,
-                                    a->nglobs, a->to) < 0)
+    if (evolve_store_download_files(&files, &n, st, a->id, a->files, a->nfiles, a->globs, a->nglobs,
+                                    a->to) < 0)
         return cli_fail("checkpoint", NULL);
     for (i = 0; i < n; i++) {
         if (arr)
@@ -200,12 +200,11 @@ static int run_maint(evolve_store_t *st, const struct args *a, bool gc)
         return cli_fail("checkpoint", NULL);
     }
     if (a->json) {
-        json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "result",
-                              rc < 0 ? "damaged" : "ok", "checkpoints",
-                              (json_int_t)rep.checkpoints, "blobs", (json_int_t)rep.blobs,
-                              gc ? "removed" : "unreferenced", (json_int_t)rep.unreferenced,
-                              gc ? "bytesRemoved" : "bytes", (json_int_t)rep.bytes, "damaged",
-                              (json_int_t)rep.damaged);
+        json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "result", rc < 0 ? "damaged" : "ok",
+                              "checkpoints", (json_int_t)rep.checkpoints, "blobs",
+                              (json_int_t)rep.blobs, gc ? "removed" : "unreferenced",
+                              (json_int_t)rep.unreferenced, gc ? "bytesRemoved" : "bytes",
+                              (json_int_t)rep.bytes, "damaged", (json_int_t)rep.damaged);
         char *s;
         if (!gc)
             json_object_set(o, "problems", damage);

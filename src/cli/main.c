@@ -9,7 +9,8 @@
 #include "evolve/evolve.h"
 
 static const struct cli_command commands[] = {
-    {"checkpoint", "create, list, download, restore, verify and gc checkpoints", cli_checkpoint_main},
+    {"checkpoint", "create, list, download, restore, verify and gc checkpoints",
+     cli_checkpoint_main},
     {NULL, NULL, NULL},
 };
 

@@ -28,15 +28,14 @@ static const char *const d_opencode[] = {".local/share/opencode", ".config/openc
 static const char *const d_autohand[] = {".autohand", NULL};
 
 static const struct agent_dirs table[] = {
-    {"claude", d_claude, none},     {"codex", d_codex, none},
-    {"gemini", d_gemini, none},     {"qwen", d_qwen, none},
-    {"kimi", d_kimi, x_kimi},       {"droid", d_droid, none},
+    {"claude", d_claude, none},     {"codex", d_codex, none},       {"gemini", d_gemini, none},
+    {"qwen", d_qwen, none},         {"kimi", d_kimi, x_kimi},       {"droid", d_droid, none},
     {"opencode", d_opencode, none}, {"autohand", d_autohand, none},
 };
 
 /* Bare names match a path component at any depth, as GNU tar's --exclude does. */
-static const char *const global_excl[] = {"node_modules", "__pycache__", "*.pyc", ".cache",
-                                          ".npm",         ".pip",        ".venv", "venv", NULL};
+static const char *const global_excl[] = {"node_modules", "__pycache__", "*.pyc", ".cache", ".npm",
+                                          ".pip",         ".venv",       "venv",  NULL};
 
 int sto_agent_dirs(const char *agent, const char *const **dirs, const char *const **excludes)
 {

@@ -102,7 +102,7 @@ EVOLVE_API int evolve_store_checkpoint(evolve_checkpoint_info_t **out, evolve_st
         *out = NULL;
     if (!store || !home || !opts)
         return core_error_set(EVOLVE_EINVAL, "evolve_store_checkpoint: store, home and options "
-                              "are required");
+                                             "are required");
     if (opts->version == 0 || opts->version > EVOLVE_CHECKPOINT_OPTIONS_VERSION)
         return core_error_set(EVOLVE_EINVAL, "evolve_checkpoint_options_t: unknown version %u",
                               opts->version);
@@ -120,7 +120,7 @@ EVOLVE_API int evolve_store_restore(evolve_checkpoint_info_t **out, evolve_store
         *out = NULL;
     if (!store || !id || !dest)
         return core_error_set(EVOLVE_EINVAL, "evolve_store_restore: store, id and dest are "
-                              "required");
+                                             "required");
     rc = sto_restore(store->st, id, dest, &r);
     return rc < 0 ? rc : take_info(out, &r);
 }
@@ -184,8 +184,7 @@ EVOLVE_API int evolve_store_download(char **path_out, evolve_store_t *store, con
 EVOLVE_API int evolve_store_download_files(evolve_file_t **out, size_t *count,
                                            evolve_store_t *store, const char *id,
                                            const char *const *files, size_t nfiles,
-                                           const char *const *globs, size_t nglobs,
-                                           const char *to)
+                                           const char *const *globs, size_t nglobs, const char *to)
 {
     if (!out || !count || !store || !id || (nfiles && !files) || (nglobs && !globs))
         return core_error_set(EVOLVE_EINVAL, "evolve_store_download_files: NULL argument");

@@ -29,7 +29,7 @@ struct sto_archive_gen {
     int state;
     size_t ei, ci; /* entry, chunk */
     uint64_t entry_bytes;
-    bool data_mode;  /* libarchive output is file data: counted, not kept */
+    bool data_mode; /* libarchive output is file data: counted, not kept */
     size_t data_seen;
     unsigned char *plain; /* tar header bytes collected from libarchive */
     size_t plain_len, plain_cap;
@@ -174,8 +174,9 @@ static int write_header(struct sto_archive_gen *g, const struct sto_entry *e)
     if (!ae)
         return core_error_oom();
     archive_entry_set_pathname_utf8(ae, e->path);
-    archive_entry_set_filetype(ae, e->type == STO_DIR ? AE_IFDIR
-                                   : e->type == STO_LINK ? AE_IFLNK : AE_IFREG);
+    archive_entry_set_filetype(ae, e->type == STO_DIR    ? AE_IFDIR
+                                   : e->type == STO_LINK ? AE_IFLNK
+                                                         : AE_IFREG);
     archive_entry_set_perm(ae, (mode_t)e->mode);
     archive_entry_set_mtime(ae, (time_t)e->mtime, 0);
     archive_entry_set_uid(ae, 1000);
@@ -223,9 +224,10 @@ static int step(struct sto_archive_gen *g, const unsigned char **data, size_t *l
         e = &g->m->entries[g->ei];
         if (e->type != STO_FILE || g->ci == e->nchunks) {
             if (e->type == STO_FILE && g->entry_bytes != e->size)
-                return core_error_set(EVOLVE_ECORRUPT, "archive: chunks of %s hold %llu bytes, "
-                                      "manifest says %llu", e->path,
-                                      (unsigned long long)g->entry_bytes,
+                return core_error_set(EVOLVE_ECORRUPT,
+                                      "archive: chunks of %s hold %llu bytes, "
+                                      "manifest says %llu",
+                                      e->path, (unsigned long long)g->entry_bytes,
                                       (unsigned long long)e->size);
             g->state = ++g->ei < g->m->count ? G_ENTRY : G_CLOSE;
             return 0;

@@ -225,8 +225,8 @@ static int read_all(const char *path, const char *key, unsigned char **out, size
     int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 
     if (fd < 0)
-        return core_error_set(errno == ENOENT ? EVOLVE_ENOTFOUND : EVOLVE_EIO, "store: %s: %s",
-                              key, strerror(errno));
+        return core_error_set(errno == ENOENT ? EVOLVE_ENOTFOUND : EVOLVE_EIO, "store: %s: %s", key,
+                              strerror(errno));
     if (fstat(fd, &st) < 0) {
         close(fd);
         return core_error_set(EVOLVE_EIO, "store: %s: %s", key, strerror(errno));
@@ -308,8 +308,9 @@ static int walk(struct local *l, const char *dir, const char *prefix,
     d = opendir(p);
     free(p);
     if (!d)
-        return errno == ENOENT ? 0 : core_error_set(EVOLVE_EIO, "store: list %s: %s", dir,
-                                                    strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : core_error_set(EVOLVE_EIO, "store: list %s: %s", dir, strerror(errno));
     while (rc == 0 && (de = readdir(d))) {
         char key[PATH_MAX];
         struct stat st;
@@ -406,6 +407,11 @@ static int l_sync(struct sto_backend *b)
     return rc;
 }
 
+static void l_discard(struct sto_backend *b)
+{
+    pend_clear((struct local *)b, true);
+}
+
 static void l_free(struct sto_backend *b)
 {
     struct local *l = (struct local *)b;
@@ -427,6 +433,7 @@ static const struct sto_backend_ops local_ops = {
     .list = l_list,
     .del = l_del,
     .sync = l_sync,
+    .discard = l_discard,
     .free = l_free,
 };
 

@@ -71,8 +71,8 @@ int sto_blob_header(struct sto_blob_info *info, const unsigned char *blob, size_
     info->crc = get32(blob + 8);
     info->comp_len = get32(blob + 12);
     if ((size_t)info->comp_len != blob_len - STO_BLOB_HDR || info->raw_len > STO_CHUNK_MAX * 64u)
-        return core_error_set(EVOLVE_ECORRUPT, "blob %s: length %zu does not match its header",
-                              id, blob_len);
+        return core_error_set(EVOLVE_ECORRUPT, "blob %s: length %zu does not match its header", id,
+                              blob_len);
     return 0;
 }
 
@@ -106,8 +106,8 @@ int sto_blob_decode(unsigned char **out, size_t *out_len, const unsigned char *b
         free(buf);
         return core_error_set(EVOLVE_ECORRUPT, "blob %s: deflate data is damaged", id);
     }
-    if ((uint32_t)crc32(0L, buf, bi.raw_len) != bi.crc || sto_sha256_hex(hex, buf, bi.raw_len) < 0 ||
-        strcmp(hex, id)) {
+    if ((uint32_t)crc32(0L, buf, bi.raw_len) != bi.crc ||
+        sto_sha256_hex(hex, buf, bi.raw_len) < 0 || strcmp(hex, id)) {
         free(buf);
         return core_error_set(EVOLVE_ECORRUPT, "blob %s: content does not match its hash", id);
     }

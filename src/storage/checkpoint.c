@@ -48,7 +48,7 @@ static void fail(struct job *j, int rc)
 
 static int store_chunk(struct job *j, struct sto_entry *e, const unsigned char *d, size_t n)
 {
-    char (*grown)[STO_HEX_LEN + 1], key[128];
+    char(*grown)[STO_HEX_LEN + 1], key[128];
     unsigned char *blob = NULL;
     size_t blen = 0;
     int rc;
@@ -230,8 +230,8 @@ static void iso_time(char *out, size_t size, const struct timespec *ts)
     struct tm tm;
 
     gmtime_r(&ts->tv_sec, &tm);
-    if (snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+    if (snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                  (int)(ts->tv_nsec / 1000000) % 1000) >= (int)size)
         out[0] = '\0';
 }
@@ -274,6 +274,8 @@ int sto_checkpoint(struct sto_store *st, const char *home, const evolve_checkpoi
         r.created_ns = (int64_t)done.tv_sec * 1000000000 + done.tv_nsec;
         rc = sto_record_write(st, &r);
     }
+    if (rc < 0)
+        st->be->ops->discard(st->be);
     sto_store_unlock(st);
     free(text);
     sto_manifest_free(&m);

@@ -105,8 +105,8 @@ static const char *type_name(mode_t t)
 }
 
 /* Checks one header; fills path (cleaned) and the entry's kind. 1 = the root itself: skip. */
-static int check_entry(struct xs *x, struct archive_entry *e, char *path, size_t size,
-                       char *kind, char *link_to)
+static int check_entry(struct xs *x, struct archive_entry *e, char *path, size_t size, char *kind,
+                       char *link_to)
 {
     const char *p = archive_entry_pathname_utf8(e), *hl = archive_entry_hardlink_utf8(e);
     const char *sl;
@@ -128,8 +128,10 @@ static int check_entry(struct xs *x, struct archive_entry *e, char *path, size_t
             return core_error_set(EVOLVE_EUNSAFE, "hard link \"%s\": target too long", path);
         memcpy(tgt, hl, strlen(hl) + 1);
         if (sto_path_clean(tgt, "hard link target") != 0 || sto_set_get(x->seen, tgt) != 'f')
-            return core_error_set(EVOLVE_EUNSAFE, "hard link \"%s\" points outside the "
-                                  "destination or to no earlier file (\"%s\")", p, hl);
+            return core_error_set(EVOLVE_EUNSAFE,
+                                  "hard link \"%s\" points outside the "
+                                  "destination or to no earlier file (\"%s\")",
+                                  p, hl);
         memcpy(link_to, tgt, strlen(tgt) + 1);
         *kind = 'h';
     } else if (t == AE_IFREG) {
@@ -145,12 +147,17 @@ static int check_entry(struct xs *x, struct archive_entry *e, char *path, size_t
         memcpy(link_to, sl, strlen(sl) + 1);
         *kind = 'l';
     } else {
-        return core_error_set(EVOLVE_EUNSAFE, "Archive contains unsupported entry type: \"%s\" "
-                              "(%s)", type_name(t), p);
+        return core_error_set(EVOLVE_EUNSAFE,
+                              "Archive contains unsupported entry type: \"%s\" "
+                              "(%s)",
+                              type_name(t), p);
     }
     if (rc == 1)
-        return *kind == 'd' ? 1 : core_error_set(EVOLVE_EUNSAFE, "Archive contains unsafe "
-                                                "path(s): \"%s\" (replaces the destination)", p);
+        return *kind == 'd' ? 1
+                            : core_error_set(EVOLVE_EUNSAFE,
+                                             "Archive contains unsafe "
+                                             "path(s): \"%s\" (replaces the destination)",
+                                             p);
     for (s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
         char k;
         prev = *s;
@@ -272,8 +279,10 @@ static int open_parent(int destfd, const char *rel, const char **leaf)
             int err = errno;
             close(fd);
             if (err == ELOOP || err == ENOTDIR)
-                return core_error_set(EVOLVE_EUNSAFE, "entry \"%s\" passes through a symlink or "
-                                      "file", rel);
+                return core_error_set(EVOLVE_EUNSAFE,
+                                      "entry \"%s\" passes through a symlink or "
+                                      "file",
+                                      rel);
             return core_error_set(EVOLVE_EIO, "extract: open for \"%s\": %s", rel, strerror(err));
         }
         close(fd);
@@ -306,7 +315,8 @@ int sto_write_under(int destfd, const char *rel, const void *data, size_t len, u
     if (dfd < 0)
         return dfd;
     rc = clear_leaf(dfd, leaf, rel);
-    fd = rc < 0 ? -1 : openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd =
+        rc < 0 ? -1 : openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (rc == 0 && fd < 0)
         rc = core_error_set(EVOLVE_EIO, "extract: create \"%s\": %s", rel, strerror(errno));
     while (rc == 0 && len > 0) {
@@ -385,8 +395,8 @@ static int write_entry(struct xs *x, int destfd, struct archive_entry *e, const 
         if (rc == 0) {
             fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
             if (fd < 0)
-                rc = core_error_set(EVOLVE_EIO, "extract: create \"%s\": %s", path,
-                                    strerror(errno));
+                rc =
+                    core_error_set(EVOLVE_EIO, "extract: create \"%s\": %s", path, strerror(errno));
         }
         while (rc == 0 && (r = archive_read_data_block(x->a, &buf, &len, &off)) == ARCHIVE_OK) {
             const unsigned char *p = buf;
@@ -409,8 +419,7 @@ static int write_entry(struct xs *x, int destfd, struct archive_entry *e, const 
                         : core_error_set(EVOLVE_EIO, "archive: entry \"%s\": %s", path,
                                          archive_error_string(x->a));
         if (rc == 0 && ftruncate(fd, (off_t)archive_entry_size(e)) < 0)
-            rc = core_error_set(EVOLVE_EIO, "extract: truncate \"%s\": %s", path,
-                                strerror(errno));
+            rc = core_error_set(EVOLVE_EIO, "extract: truncate \"%s\": %s", path, strerror(errno));
         if (rc == 0 && (fchmod(fd, mode) < 0 || futimens(fd, times) < 0))
             rc = core_error_set(EVOLVE_EIO, "extract: attributes of \"%s\": %s", path,
                                 strerror(errno));

@@ -35,9 +35,9 @@ static int dup_str(const char **dst, const char *src)
     return *dst ? 0 : -1;
 }
 
-int sto_info_new(evolve_checkpoint_info_t **out, const char *id, const char *hash,
-                 const char *tag, const char *timestamp, int64_t size, const char *agent,
-                 const char *model, const char *mode, const char *parent, const char *comment)
+int sto_info_new(evolve_checkpoint_info_t **out, const char *id, const char *hash, const char *tag,
+                 const char *timestamp, int64_t size, const char *agent, const char *model,
+                 const char *mode, const char *parent, const char *comment)
 {
     evolve_checkpoint_info_t *i = calloc(1, sizeof(*i));
 
@@ -98,11 +98,9 @@ int sto_info_from_json(evolve_checkpoint_info_t **out, json_t *o, const char *wh
                *mode = NULL, *parent = NULL, *comment = NULL;
     json_int_t size = -1;
 
-    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s?I,s?s,s?s,s?s,s?s,s?s}", "id", &id, "hash", &hash,
-                    "tag", &tag, "timestamp", &ts, "sizeBytes", &size, "agentType", &agent,
-                    "model", &model, "workspaceMode", &mode, "parentId", &parent, "comment",
-                    &comment) < 0)
+    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s?I,s?s,s?s,s?s,s?s,s?s}", "id", &id, "hash", &hash, "tag",
+                    &tag, "timestamp", &ts, "sizeBytes", &size, "agentType", &agent, "model",
+                    &model, "workspaceMode", &mode, "parentId", &parent, "comment", &comment) < 0)
         return core_error_set(EVOLVE_ECORRUPT, "%s: not a CheckpointInfo", what);
-    return sto_info_new(out, id, hash, tag, ts, (int64_t)size, agent, model, mode, parent,
-                        comment);
+    return sto_info_new(out, id, hash, tag, ts, (int64_t)size, agent, model, mode, parent, comment);
 }

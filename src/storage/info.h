@@ -7,9 +7,9 @@
 #include "evolve/storage.h"
 
 /* A new info with copies of the strings (tag NULL -> ""). */
-int sto_info_new(evolve_checkpoint_info_t **out, const char *id, const char *hash,
-                 const char *tag, const char *timestamp, int64_t size, const char *agent,
-                 const char *model, const char *mode, const char *parent, const char *comment);
+int sto_info_new(evolve_checkpoint_info_t **out, const char *id, const char *hash, const char *tag,
+                 const char *timestamp, int64_t size, const char *agent, const char *model,
+                 const char *mode, const char *parent, const char *comment);
 /* The reference's CheckpointInfo object; NULL on OOM. */
 json_t *sto_info_to_json(const evolve_checkpoint_info_t *info);
 /* Parses the CheckpointInfo fields of o (extra fields ignored); EVOLVE_ECORRUPT naming what. */

@@ -48,8 +48,11 @@ static bool valid_utf8(const char *s)
     const unsigned char *p = (const unsigned char *)s;
 
     while (*p) {
-        int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2
-                : (*p & 0xf8) == 0xf0 ? 3 : -1;
+        int n = *p < 0x80             ? 0
+                : (*p & 0xe0) == 0xc0 ? 1
+                : (*p & 0xf0) == 0xe0 ? 2
+                : (*p & 0xf8) == 0xf0 ? 3
+                                      : -1;
         if (n < 0 || (n == 1 && *p < 0xc2))
             return false;
         for (p++; n > 0; n--, p++)
@@ -137,8 +140,7 @@ static int walk(struct scan *s, const char *rel)
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         if ((size_t)snprintf(child, sizeof(child), "%s/%s", rel, de->d_name) >= sizeof(child)) {
-            rc = core_error_set(EVOLVE_EINVAL, "checkpoint: path too long: %s/%s", rel,
-                                de->d_name);
+            rc = core_error_set(EVOLVE_EINVAL, "checkpoint: path too long: %s/%s", rel, de->d_name);
             break;
         }
         if (!sto_excluded(child, s->ws, s->excl))
@@ -325,8 +327,7 @@ static int check_tree(const struct sto_manifest *m, const char *what)
             const struct sto_entry *up = find(m, p, (size_t)(s - p));
             if (up && up->type != STO_DIR)
                 return core_error_set(EVOLVE_EUNSAFE, "%s: entry \"%s\" passes through %s \"%s\"",
-                                      what, p, up->type == STO_LINK ? "symlink" : "file",
-                                      up->path);
+                                      what, p, up->type == STO_LINK ? "symlink" : "file", up->path);
         }
         if (m->entries[i].type == STO_LINK)
             n++;

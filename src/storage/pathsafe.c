@@ -20,8 +20,8 @@ int sto_path_clean(char *path, const char *what)
         char *end = strchr(r, '/');
         size_t n = end ? (size_t)(end - r) : strlen(r);
         if (n == 2 && r[0] == '.' && r[1] == '.')
-            return core_error_set(EVOLVE_EUNSAFE, "%s: unsafe path \"%s\" (contains \"..\")",
-                                  what, path);
+            return core_error_set(EVOLVE_EUNSAFE, "%s: unsafe path \"%s\" (contains \"..\")", what,
+                                  path);
         if (n > 0 && !(n == 1 && r[0] == '.')) {
             if (w != path)
                 *w++ = '/';
@@ -80,8 +80,10 @@ static int resolve(struct walk *w, const char *target, int hops, const char *lin
     if (hops > 40)
         return core_error_set(EVOLVE_EUNSAFE, "symlink \"%s\": too many levels of symlinks", link);
     if (*target == '/')
-        return core_error_set(EVOLVE_EUNSAFE, "symlink \"%s\" points outside the destination "
-                              "(absolute target \"%s\")", link, target);
+        return core_error_set(EVOLVE_EUNSAFE,
+                              "symlink \"%s\" points outside the destination "
+                              "(absolute target \"%s\")",
+                              link, target);
     while (*r) {
         const char *end = strchr(r, '/');
         size_t n = end ? (size_t)(end - r) : strlen(r);
@@ -89,8 +91,10 @@ static int resolve(struct walk *w, const char *target, int hops, const char *lin
         int rc;
         if (n == 2 && r[0] == '.' && r[1] == '.') {
             if (!w->depth)
-                return core_error_set(EVOLVE_EUNSAFE, "symlink \"%s\" points outside the "
-                                      "destination", link);
+                return core_error_set(EVOLVE_EUNSAFE,
+                                      "symlink \"%s\" points outside the "
+                                      "destination",
+                                      link);
             w->len = w->marks[--w->depth];
             w->buf[w->len] = '\0';
         } else if (n > 0 && !(n == 1 && r[0] == '.')) {

@@ -57,8 +57,10 @@ static int load_verified(struct sto_store *st, const char *id, struct sto_record
         if (rc < 0)
             core_error_prefix("Checkpoint integrity check failed (%s): ", r->info->id);
         else if (strcmp(hex, r->info->hash))
-            rc = core_error_set(EVOLVE_ECORRUPT, "Checkpoint integrity check failed (expected %s, "
-                                "got %s)", r->info->hash, hex);
+            rc = core_error_set(EVOLVE_ECORRUPT,
+                                "Checkpoint integrity check failed (expected %s, "
+                                "got %s)",
+                                r->info->hash, hex);
     }
     if (rc < 0) {
         sto_manifest_free(m);
@@ -82,8 +84,10 @@ static int extract_to(struct sto_store *st, const struct sto_record *r,
     if (rc == 0)
         rc = sto_sha256_final_hex(s.h, hex);
     if (rc == 0 && strcmp(hex, r->info->hash))
-        rc = core_error_set(EVOLVE_ECORRUPT, "Checkpoint integrity check failed (expected %s, "
-                            "got %s)", r->info->hash, hex);
+        rc = core_error_set(EVOLVE_ECORRUPT,
+                            "Checkpoint integrity check failed (expected %s, "
+                            "got %s)",
+                            r->info->hash, hex);
     sto_archive_gen_free(s.g);
     sto_sha256_free(s.h);
     return rc;
@@ -116,8 +120,8 @@ static int check_empty(const char *dest)
     if (!d) {
         if (errno == ENOENT)
             return 1;
-        return core_error_set(errno == ENOTDIR ? EVOLVE_EEXISTS : EVOLVE_EIO,
-                              "restore: %s: %s", dest, strerror(errno));
+        return core_error_set(errno == ENOTDIR ? EVOLVE_EEXISTS : EVOLVE_EIO, "restore: %s: %s",
+                              dest, strerror(errno));
     }
     while ((de = readdir(d)))
         if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
@@ -220,8 +224,10 @@ static int write_archive(struct sto_store *st, const struct sto_record *r,
     if (rc == 0)
         rc = sto_sha256_final_hex(s.h, hex);
     if (rc == 0 && strcmp(hex, r->info->hash))
-        rc = core_error_set(EVOLVE_ECORRUPT, "Checkpoint integrity check failed (expected %s, "
-                            "got %s)", r->info->hash, hex);
+        rc = core_error_set(EVOLVE_ECORRUPT,
+                            "Checkpoint integrity check failed (expected %s, "
+                            "got %s)",
+                            r->info->hash, hex);
     if (rc == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
         rc = core_error_set(EVOLVE_EIO, "download: %s: %s", tmp, strerror(errno));
     close(fd);
@@ -288,8 +294,10 @@ static int read_file(struct sto_store *st, const struct sto_entry *e, evolve_fil
             break;
         }
         if (len + n > e->size)
-            rc = core_error_set(EVOLVE_ECORRUPT, "Checkpoint integrity check failed (%s: chunks "
-                                "exceed the file size)", e->path);
+            rc = core_error_set(EVOLVE_ECORRUPT,
+                                "Checkpoint integrity check failed (%s: chunks "
+                                "exceed the file size)",
+                                e->path);
         else
             memcpy(f->data + len, part, n);
         len += n;

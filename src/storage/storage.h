@@ -15,9 +15,10 @@
 
 #include "evolve/storage.h"
 
-/* ---- SHA-256 (sha256.c, OpenSSL EVP) ---------------------------------------------------------- */
+/* ---- SHA-256 (sha256.c, OpenSSL EVP) ----------------------------------------------------------
+ */
 #define STO_HASH_LEN 32
-#define STO_HEX_LEN 64
+#define STO_HEX_LEN  64
 struct sto_sha256;
 int sto_sha256_new(struct sto_sha256 **out);
 int sto_sha256_update(struct sto_sha256 *h, const void *data, size_t len);
@@ -29,12 +30,13 @@ int sto_sha256_hex(char hex[STO_HEX_LEN + 1], const void *data, size_t len);
 /* True when s is exactly 64 lowercase hex digits. */
 bool sto_is_hex_id(const char *s);
 
-/* ---- content-defined chunking (chunker.c) ----------------------------------------------------- */
+/* ---- content-defined chunking (chunker.c) -----------------------------------------------------
+ */
 /* Chunk sizes are part of the archive format: chunks are deflated independently, so moving a
  * boundary changes the archive bytes. Never change these without bumping the manifest version. */
-#define STO_CHUNK_MIN 4096u
+#define STO_CHUNK_MIN      4096u
 #define STO_CHUNK_AVG_BITS 14 /* 16 KiB average */
-#define STO_CHUNK_MAX 65536u
+#define STO_CHUNK_MAX      65536u
 /* Length of the first chunk of data[0..len). When `final` is false and no boundary is found
  * before len, returns 0 (more data needed); with `final`, returns min(len, STO_CHUNK_MAX). */
 size_t sto_chunk_next(const unsigned char *data, size_t len, bool final);
@@ -82,6 +84,8 @@ struct sto_backend_ops {
     int (*del)(struct sto_backend *b, const char *key);
     /* Makes every earlier NOSYNC put durable. */
     int (*sync)(struct sto_backend *b);
+    /* Drops NOSYNC puts not yet synced (their checkpoint failed). */
+    void (*discard)(struct sto_backend *b);
     void (*free)(struct sto_backend *b);
 };
 struct sto_backend {
@@ -110,12 +114,12 @@ bool sto_glob_match(const char *pat, const char *path);
 /* ---- manifests (manifest.c) ------------------------------------------------------------------ */
 enum sto_type { STO_FILE = 'f', STO_DIR = 'd', STO_LINK = 'l' };
 struct sto_entry {
-    char *path; /* relative to the sandbox home, no trailing '/' */
-    char type;  /* enum sto_type */
-    uint32_t mode; /* permission bits only (07777) */
-    int64_t mtime; /* seconds */
-    uint64_t size; /* files: content length */
-    char *target;  /* symlinks */
+    char *path;                      /* relative to the sandbox home, no trailing '/' */
+    char type;                       /* enum sto_type */
+    uint32_t mode;                   /* permission bits only (07777) */
+    int64_t mtime;                   /* seconds */
+    uint64_t size;                   /* files: content length */
+    char *target;                    /* symlinks */
     char (*chunks)[STO_HEX_LEN + 1]; /* files: chunk ids in order */
     size_t nchunks;
 };
@@ -226,9 +230,9 @@ int sto_restore(struct sto_store *st, const char *id_or_latest, const char *dest
                 struct sto_record *out);
 int sto_download(struct sto_store *st, const char *id_or_latest, const char *to, bool extract,
                  char **path_out);
-int sto_download_files(struct sto_store *st, const char *id_or_latest,
-                       const char *const *files, size_t nfiles, const char *const *globs,
-                       size_t nglobs, const char *to, evolve_file_t **out, size_t *count);
+int sto_download_files(struct sto_store *st, const char *id_or_latest, const char *const *files,
+                       size_t nfiles, const char *const *globs, size_t nglobs, const char *to,
+                       evolve_file_t **out, size_t *count);
 int sto_verify(struct sto_store *st, evolve_store_report_t *rep, evolve_store_damage_cb cb,
                void *payload);
 int sto_gc(struct sto_store *st, evolve_store_report_t *rep);

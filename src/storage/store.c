@@ -77,8 +77,7 @@ int sto_store_lock(struct sto_store *st, bool exclusive)
 {
     while (flock(st->lock_fd, exclusive ? LOCK_EX : LOCK_SH) < 0)
         if (errno != EINTR)
-            return core_error_set(EVOLVE_EIO, "store: lock %s/lock: %s", st->root,
-                                  strerror(errno));
+            return core_error_set(EVOLVE_EIO, "store: lock %s/lock: %s", st->root, strerror(errno));
     return 0;
 }
 

@@ -14,7 +14,7 @@
 #include "support/tree.h"
 
 #define WRITERS 3
-#define ROUNDS 4
+#define ROUNDS  4
 
 static char base[512], storedir[600];
 static atomic_int writers_left;
@@ -115,8 +115,7 @@ TAP_TEST(handles_in_threads_with_concurrent_gc)
     }
     evolve_checkpoint_list_free(list, n);
     TAP_CHECK(evolve_store_verify(&rep, s, NULL, NULL) == 0, "%s", evolve_error_last()->message);
-    TAP_CHECK(rep.damaged == 0 && rep.checkpoints == WRITERS * ROUNDS, "damaged %zu",
-              rep.damaged);
+    TAP_CHECK(rep.damaged == 0 && rep.checkpoints == WRITERS * ROUNDS, "damaged %zu", rep.damaged);
     evolve_store_free(s);
     ts_rmtree(base);
 }

@@ -193,9 +193,8 @@ Test(sto_hostile, file_replaced_by_directory)
 
 Test(sto_hostile, safe_links_and_root_entry_extract)
 {
-    struct ent e[] = {{"./", 'd', NULL},         {"a.txt", 'f', NULL},
-                      {"d", 'd', NULL},          {"d/up", 'l', ".."},
-                      {"d/hard", 'h', "a.txt"},  {"d/rel", 'l', "../a.txt"}};
+    struct ent e[] = {{"./", 'd', NULL},   {"a.txt", 'f', NULL},     {"d", 'd', NULL},
+                      {"d/up", 'l', ".."}, {"d/hard", 'h', "a.txt"}, {"d/rel", 'l', "../a.txt"}};
     char p[700], t[64] = {0};
     char *got;
 
@@ -230,10 +229,9 @@ Test(sto_hostile, existing_symlink_in_destination_is_not_followed)
  * restore and by download before anything is written. */
 Test(sto_hostile, tampered_manifest_is_refused_by_restore_and_download)
 {
-    static const char manifest[] =
-        "{\"evolveManifest\":1,\"entries\":2}\n"
-        "{\"p\":\"../escape\",\"t\":\"d\",\"m\":493,\"mt\":0}\n"
-        "{\"p\":\"workspace\",\"t\":\"d\",\"m\":493,\"mt\":0}\n";
+    static const char manifest[] = "{\"evolveManifest\":1,\"entries\":2}\n"
+                                   "{\"p\":\"../escape\",\"t\":\"d\",\"m\":493,\"mt\":0}\n"
+                                   "{\"p\":\"workspace\",\"t\":\"d\",\"m\":493,\"mt\":0}\n";
     static const char linkman[] =
         "{\"evolveManifest\":1,\"entries\":2}\n"
         "{\"p\":\"workspace\",\"t\":\"d\",\"m\":493,\"mt\":0}\n"
@@ -253,7 +251,8 @@ Test(sto_hostile, tampered_manifest_is_refused_by_restore_and_download)
         char id[64];
         snprintf(id, sizeof(id), "ckpt_tampered_%zu", k);
         cr_assert_eq(sto_store_bytes(st, (const unsigned char *)texts[k], strlen(texts[k]),
-                                     &r.manifest, &r.nmanifest), 0);
+                                     &r.manifest, &r.nmanifest),
+                     0);
         cr_assert_eq(st->be->ops->sync(st->be), 0);
         r.info = calloc(1, sizeof(*r.info));
         r.info->id = strdup(id);

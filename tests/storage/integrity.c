@@ -164,7 +164,7 @@ Test(sto_integrity, gc_removes_only_unreferenced_blobs_and_temp_files)
     evolve_checkpoint_info_t *info, *g = NULL;
     evolve_store_report_t rep;
     struct sto_store *raw = NULL;
-    char (*ids)[STO_HEX_LEN + 1] = NULL;
+    char(*ids)[STO_HEX_LEN + 1] = NULL;
     size_t nids = 0;
     char tmp[800], dest[700], why[512];
     static const char orphan[] = "bytes of a checkpoint that crashed before its index record";

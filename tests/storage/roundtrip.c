@@ -167,11 +167,18 @@ Test(sto_roundtrip, excludes_follow_the_reference)
     evolve_checkpoint_info_t *info;
     evolve_file_t *files = NULL;
     size_t n = 0, i;
-    static const char *const gone[] = {
-        "workspace/node_modules/x/index.js", "workspace/a/__pycache__/m.cpython.pyc",
-        "workspace/mod.pyc", "workspace/.cache/c", "workspace/.npm/n", "workspace/.pip/p",
-        "workspace/.venv/bin/python", "workspace/venv/lib", "workspace/temp/scratch.txt",
-        ".kimi-code/config.toml", ".claude/settings.json", "other/file.txt"};
+    static const char *const gone[] = {"workspace/node_modules/x/index.js",
+                                       "workspace/a/__pycache__/m.cpython.pyc",
+                                       "workspace/mod.pyc",
+                                       "workspace/.cache/c",
+                                       "workspace/.npm/n",
+                                       "workspace/.pip/p",
+                                       "workspace/.venv/bin/python",
+                                       "workspace/venv/lib",
+                                       "workspace/temp/scratch.txt",
+                                       ".kimi-code/config.toml",
+                                       ".claude/settings.json",
+                                       "other/file.txt"};
 
     for (i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
         tt_file(home, gone[i], "x", 0644);
