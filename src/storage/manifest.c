@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -41,6 +42,8 @@ struct scan {
     const char *home;
     const char *ws;
     const char *const *excl;
+    char rel[PATH_MAX]; /* the path being visited, relative to home */
+    size_t rel_len;
 };
 
 static bool valid_utf8(const char *s)
@@ -62,7 +65,7 @@ static bool valid_utf8(const char *s)
     return true;
 }
 
-static int add(struct scan *s, const char *rel, const struct stat *st, char *target)
+static int add(struct scan *s, const struct stat *st, char *target)
 {
     struct sto_entry *e;
 
@@ -76,7 +79,7 @@ static int add(struct scan *s, const char *rel, const struct stat *st, char *tar
     }
     e = &s->m->entries[s->m->count];
     memset(e, 0, sizeof(*e));
-    e->path = strdup(rel);
+    e->path = strdup(s->rel);
     if (!e->path)
         return core_error_oom();
     s->m->count++;
@@ -88,28 +91,29 @@ static int add(struct scan *s, const char *rel, const struct stat *st, char *tar
     return 0;
 }
 
-static int walk(struct scan *s, const char *rel)
+/* Visits s->rel, which is `name` inside the directory open as dfd. Recursion keeps only a few
+ * words per level on the stack (paths live in struct scan), so deep trees are fine on small
+ * worker stacks. */
+static int visit(struct scan *s, int dfd, const char *name)
 {
-    char full[PATH_MAX], child[PATH_MAX];
     struct stat st;
     struct dirent *de;
     char *target = NULL;
     DIR *d;
-    int rc;
+    int rc, fd;
 
-    if ((size_t)snprintf(full, sizeof(full), "%s/%s", s->home, rel) >= sizeof(full))
-        return core_error_set(EVOLVE_EINVAL, "checkpoint: path too long: %s", rel);
-    if (lstat(full, &st) < 0) {
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         if (errno == ENOENT)
             return 0; /* vanished, or a missing agent dir: not an error */
-        return core_error_set(EVOLVE_EIO, "checkpoint: %s: %s", full, strerror(errno));
+        return core_error_set(EVOLVE_EIO, "checkpoint: %s/%s: %s", s->home, s->rel,
+                              strerror(errno));
     }
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-        core_log_debug("checkpoint: skipping special file %s", full);
+        core_log_debug("checkpoint: skipping special file %s/%s", s->home, s->rel);
         return 0;
     }
-    if (!valid_utf8(rel)) {
-        core_log_warn("checkpoint: skipping %s: name is not UTF-8", full);
+    if (!valid_utf8(s->rel)) {
+        core_log_warn("checkpoint: skipping %s/%s: name is not UTF-8", s->home, s->rel);
         return 0;
     }
     if (S_ISLNK(st.st_mode)) {
@@ -117,34 +121,47 @@ static int walk(struct scan *s, const char *rel)
         target = malloc(PATH_MAX);
         if (!target)
             return core_error_oom();
-        n = readlink(full, target, PATH_MAX - 1);
-        if (n < 0 || !valid_utf8((target[n < 0 ? 0 : n] = '\0', target))) {
-            core_log_warn("checkpoint: skipping symlink %s", full);
+        n = readlinkat(dfd, name, target, PATH_MAX - 1);
+        if (n >= 0)
+            target[n] = '\0';
+        if (n < 0 || !valid_utf8(target)) {
+            core_log_warn("checkpoint: skipping symlink %s/%s", s->home, s->rel);
             free(target);
             return 0;
         }
     }
-    rc = add(s, rel, &st, target);
+    rc = add(s, &st, target);
     if (rc < 0) {
-        if (s->m->count == 0 || s->m->entries[s->m->count - 1].target != target)
-            free(target);
+        free(target);
         return rc;
     }
     if (!S_ISDIR(st.st_mode))
         return 0;
-    d = opendir(full);
-    if (!d)
-        return core_error_set(EVOLVE_EIO, "checkpoint: open %s: %s", full, strerror(errno));
-    rc = 0;
+    fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        rc = core_error_set(EVOLVE_EIO, "checkpoint: open %s/%s: %s", s->home, s->rel,
+                            strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
     while (rc == 0 && (de = readdir(d))) {
+        size_t n = strlen(de->d_name), keep = s->rel_len;
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        if ((size_t)snprintf(child, sizeof(child), "%s/%s", rel, de->d_name) >= sizeof(child)) {
-            rc = core_error_set(EVOLVE_EINVAL, "checkpoint: path too long: %s/%s", rel, de->d_name);
+        if (keep + 1 + n >= sizeof(s->rel)) {
+            rc = core_error_set(EVOLVE_EINVAL, "checkpoint: path too long: %s/%s", s->rel,
+                                de->d_name);
             break;
         }
-        if (!sto_excluded(child, s->ws, s->excl))
-            rc = walk(s, child);
+        s->rel[keep] = '/';
+        memcpy(s->rel + keep + 1, de->d_name, n + 1);
+        s->rel_len = keep + 1 + n;
+        if (!sto_excluded(s->rel, s->ws, s->excl))
+            rc = visit(s, dirfd(d), de->d_name);
+        s->rel_len = keep;
+        s->rel[keep] = '\0';
     }
     closedir(d);
     return rc;
@@ -159,27 +176,59 @@ int sto_manifest_scan(struct sto_manifest *m, const char *home, const char *agen
                       const char *workspace_dir)
 {
     const char *const *dirs, *const *excl;
-    struct scan s = {.m = m, .home = home, .ws = workspace_dir};
+    struct scan *s;
     char ws[PATH_MAX];
-    struct stat st;
     size_t i;
-    int rc;
+    int rc, hfd;
 
     memset(m, 0, sizeof(*m));
     rc = sto_agent_dirs(agent, &dirs, &excl);
     if (rc < 0)
         return rc;
-    s.excl = excl;
-    if (stat(home, &st) < 0 || !S_ISDIR(st.st_mode))
-        return core_error_set(EVOLVE_ENOTFOUND, "checkpoint: sandbox home %s is not a directory",
-                              home);
     if ((size_t)snprintf(ws, sizeof(ws), "%s", workspace_dir) >= sizeof(ws) ||
         sto_path_clean(ws, "workspace dir") != 0 || strcmp(ws, workspace_dir))
         return core_error_set(EVOLVE_EINVAL, "workingDir resolves to invalid path: %s",
                               workspace_dir);
-    rc = walk(&s, workspace_dir);
-    for (i = 0; rc == 0 && dirs[i]; i++)
-        rc = walk(&s, dirs[i]);
+    hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (hfd < 0)
+        return core_error_set(EVOLVE_ENOTFOUND, "checkpoint: sandbox home %s is not a directory",
+                              home);
+    s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(hfd);
+        return core_error_oom();
+    }
+    s->m = m;
+    s->home = home;
+    s->ws = workspace_dir;
+    s->excl = excl;
+    for (i = 0, rc = 0; rc == 0 && (i == 0 || dirs[i - 1]); i++) {
+        const char *top = i == 0 ? workspace_dir : dirs[i - 1], *leaf = top, *sl;
+        int pfd = dup(hfd);
+        /* Walk ".local/share" of ".local/share/opencode" without following symlinks: a link
+         * planted there must not make us archive a directory outside the sandbox home. */
+        while (pfd >= 0 && (sl = strchr(leaf, '/'))) {
+            char comp[NAME_MAX + 1];
+            size_t n = (size_t)(sl - leaf);
+            int nfd = -1;
+            if (n <= NAME_MAX) {
+                memcpy(comp, leaf, n);
+                comp[n] = '\0';
+                nfd = openat(pfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            }
+            close(pfd);
+            pfd = nfd;
+            leaf = sl + 1;
+        }
+        if (pfd < 0)
+            continue; /* missing (or not a plain directory): nothing to archive */
+        s->rel_len = strlen(top);
+        memcpy(s->rel, top, s->rel_len + 1);
+        rc = visit(s, pfd, leaf);
+        close(pfd);
+    }
+    close(hfd);
+    free(s);
     if (rc < 0) {
         sto_manifest_free(m);
         return rc;

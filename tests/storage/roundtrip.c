@@ -455,3 +455,35 @@ Test(sto_roundtrip, empty_workspace_round_trips)
     evolve_checkpoint_info_free(g);
     evolve_checkpoint_info_free(info);
 }
+
+Test(sto_roundtrip, long_names_fifos_and_planted_links)
+{
+    evolve_checkpoint_info_t *info, *g = NULL;
+    evolve_file_t *f = NULL;
+    char longname[400], out[700], why[512], p[1200], outside[700];
+    size_t n = 0;
+
+    /* a 300-byte path needs a pax header */
+    snprintf(longname, sizeof(longname), "workspace/%0120d/%0150d.txt", 7, 9);
+    tt_file(home, longname, "long", 0644);
+    snprintf(p, sizeof(p), "%s/workspace/fifo", home);
+    cr_assert_eq(mkfifo(p, 0644), 0);
+    /* .local -> a directory outside the home: opencode's dirs must not be followed through it */
+    snprintf(outside, sizeof(outside), "%s/outside", base);
+    tt_file(outside, "share/opencode/secret.txt", "host file", 0644);
+    tt_link(home, ".local", outside);
+    info = make(home, "opencode", NULL, NULL, NULL);
+    OK(evolve_store_download_files(&f, &n, store, info->id, NULL, 0, NULL, 0, NULL));
+    cr_assert_eq(n, 1, "only the long-named file: %zu", n);
+    cr_assert_str_eq(f[0].path, longname);
+    evolve_files_free(f, n);
+    snprintf(out, sizeof(out), "%s/r", base);
+    OK(evolve_store_restore(&g, store, info->id, out));
+    snprintf(p, sizeof(p), "%s/workspace/fifo", home);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/.local", home);
+    unlink(p);
+    cr_assert_eq(tt_compare(home, out, why, sizeof(why)), 0, "%s", why);
+    evolve_checkpoint_info_free(g);
+    evolve_checkpoint_info_free(info);
+}
