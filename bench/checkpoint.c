@@ -9,7 +9,7 @@
  *   archive_bytes  our tar.gz vs GNU tar+gzip -6 of the same files (compression cost of chunking)
  *   store_ratio    store bytes after 100 checkpoints, each after editing 1% of the files in place
  *                  (a 64-byte overwrite at a random offset), over the store bytes after one
- *                  (EVOLVE_BENCH_DEDUP_MB tree, default 100)
+ *                  (EVOLVE_BENCH_DEDUP_MB tree, default 25 to keep the run short)
  * Human text on stderr. */
 #include <errno.h>
 #include <fcntl.h>
@@ -231,7 +231,7 @@ static evolve_checkpoint_info_t *checkpoint(evolve_store_t *s)
 int main(void)
 {
     const char *mbs = getenv("EVOLVE_BENCH_MB"), *dmbs = getenv("EVOLVE_BENCH_DEDUP_MB");
-    size_t mb = mbs ? strtoul(mbs, NULL, 10) : 100, dmb = dmbs ? strtoul(dmbs, NULL, 10) : 100;
+    size_t mb = mbs ? strtoul(mbs, NULL, 10) : 100, dmb = dmbs ? strtoul(dmbs, NULL, 10) : 25;
     double ck[RUNS], tarc[RUNS], rs[RUNS], tarx[RUNS], t0, v[1];
     evolve_checkpoint_info_t *info = NULL;
     evolve_store_t *s;

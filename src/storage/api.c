@@ -20,16 +20,17 @@ struct evolve_store {
 static int default_root(char *out, size_t size)
 {
     const char *eh = getenv("EVOLVE_HOME"), *home = getenv("HOME");
+    struct passwd pw, *res = NULL;
+    char pwbuf[1024];
     int n;
 
     if (eh && *eh)
         n = snprintf(out, size, "%s/store", eh);
     else {
-        if (!home || !*home) {
-            struct passwd *pw = getpwuid(getuid());
-            home = pw ? pw->pw_dir : NULL;
-        }
-        if (!home)
+        if ((!home || !*home) && getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
+            res)
+            home = res->pw_dir;
+        if (!home || !*home)
             return core_error_set(EVOLVE_EINVAL, "store: neither EVOLVE_HOME nor HOME is set");
         n = snprintf(out, size, "%s/.evolve/store", home);
     }
