@@ -212,10 +212,25 @@ static void stats(double *v, double *med, double *min, double *max)
     *max = v[RUNS - 1];
 }
 
+/* Prints one figure as compact JSON (jansson does the escaping). `extra` (stolen, may be NULL)
+ * adds fields. */
+static void emit_json(json_t *o, json_t *extra)
+{
+    if (extra)
+        json_object_update(o, extra);
+    json_decref(extra);
+    if (!o || json_dumpf(o, stdout, JSON_COMPACT) < 0)
+        die("print");
+    putchar('\n');
+    fflush(stdout);
+    json_decref(o);
+}
+
 static void print_figure(const char *figure, const char *unit, const double *per_run_s, double work,
                          const char *work_unit, unsigned long checksum, const double *base_s)
 {
-    double rates[RUNS], med, min, max, bmed = 0, bmin, bmax, brates[RUNS];
+    double rates[RUNS], med, min, max, bmed, bmin, bmax, brates[RUNS];
+    char sum[32];
     int i;
 
     for (i = 0; i < RUNS; i++) {
@@ -224,16 +239,15 @@ static void print_figure(const char *figure, const char *unit, const double *per
             brates[i] = work / base_s[i];
     }
     stats(rates, &med, &min, &max);
-    printf("{\"bench\":\"parse\",\"figure\":\"%s\",\"unit\":\"%s\",\"median\":%.0f,\"min\":%.0f,"
-           "\"max\":%.0f,\"runs\":%d,\"work\":%.0f,\"work_unit\":\"%s\",\"checksum\":%lu",
-           figure, unit, med, min, max, RUNS, work, work_unit, checksum);
-    if (base_s) {
+    snprintf(sum, sizeof(sum), "%016lx", checksum);
+    if (base_s)
         stats(brates, &bmed, &bmin, &bmax);
-        printf(",\"baseline\":\"json_loadb per line\",\"baseline_median\":%.0f,\"ratio\":%.2f",
-               bmed, med / bmed);
-    }
-    printf("}\n");
-    fflush(stdout);
+    emit_json(json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:i, s:f, s:s, s:s}", "bench", "parse",
+                        "figure", figure, "unit", unit, "median", med, "min", min, "max", max,
+                        "runs", RUNS, "work", work, "work_unit", work_unit, "checksum", sum),
+              base_s ? json_pack("{s:s, s:f, s:f}", "baseline", "json_loadb per line",
+                                 "baseline_median", bmed, "ratio", med / bmed)
+                     : NULL);
 }
 
 static void bench_trace(struct trace *t)
@@ -321,16 +335,24 @@ static void bench_rss(const struct trace *t, unsigned long target)
     fprintf(stderr,
             "rss: %lu lines in %.1fs, RSS after pass 1 %ld KiB, at end %ld KiB, peak %ld KiB\n",
             lines, now_s() - t0, first, last, ru.ru_maxrss);
-    printf("{\"bench\":\"parse\",\"figure\":\"claude_peak_rss\",\"unit\":\"KiB\",\"median\":%ld,"
-           "\"min\":%ld,\"max\":%ld,\"runs\":1,\"work\":%lu,\"work_unit\":\"lines\","
-           "\"checksum\":%lu}\n",
-           ru.ru_maxrss, ru.ru_maxrss, ru.ru_maxrss, lines, s.checksum);
-    printf(
-        "{\"bench\":\"parse\",\"figure\":\"claude_rss_growth_after_first_pass\",\"unit\":\"KiB\","
-        "\"median\":%ld,\"min\":%ld,\"max\":%ld,\"runs\":1,\"work\":%lu,\"work_unit\":\"lines\","
-        "\"checksum\":%lu,\"rss_first_pass_kib\":%ld,\"rss_end_kib\":%ld}\n",
-        last - first, last - first, last - first, lines, s.checksum, first, last);
-    fflush(stdout);
+    {
+        char sum[32];
+
+        snprintf(sum, sizeof(sum), "%016lx", s.checksum);
+        emit_json(json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:s, s:s}", "bench", "parse",
+                            "figure", "claude_peak_rss", "unit", "KiB", "median",
+                            (json_int_t)ru.ru_maxrss, "min", (json_int_t)ru.ru_maxrss, "max",
+                            (json_int_t)ru.ru_maxrss, "runs", 1, "work", (json_int_t)lines,
+                            "work_unit", "lines", "checksum", sum),
+                  NULL);
+        emit_json(json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:s, s:s, s:I, s:I}", "bench",
+                            "parse", "figure", "claude_rss_growth_after_first_pass", "unit", "KiB",
+                            "median", (json_int_t)(last - first), "min", (json_int_t)(last - first),
+                            "max", (json_int_t)(last - first), "runs", 1, "work", (json_int_t)lines,
+                            "work_unit", "lines", "checksum", sum, "rss_first_pass_kib",
+                            (json_int_t)first, "rss_end_kib", (json_int_t)last),
+                  NULL);
+    }
     hns_lines_dispose(&split);
     hns_parser_free(s.p);
 }
