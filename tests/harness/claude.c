@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evolve/evolve.h"
 #include "harness/harness.h"
 #include "support/hvec.h"
 #include "support/vectors.h"
@@ -310,6 +311,7 @@ Test(hns_claude, command_line_prompt_resume_env)
     hns_command_dispose(&cmd);
     spec.prompt = NULL;
     cr_assert_eq(a->build_command(&cmd, &spec), EVOLVE_EINVAL);
+    cr_assert_not_null(strstr(evolve_error_last()->message, "claude: the run has no prompt"));
     hns_command_dispose(&cmd);
 }
 
