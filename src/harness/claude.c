@@ -107,12 +107,12 @@ static int image_event(struct conv *c, int block)
     json_t *img = hns_put(json_object(), "type", json_string_nocheck("image"));
 
     if (hns_jstreq(d, st, "base64")) {
-        img = hns_put_opt(img, "data", hns_jjson(d, hns_jget(d, src, "data")));
-        img = hns_put_opt(img, "mimeType", hns_jjson(d, hns_jget(d, src, "media_type")));
+        img = hns_put_tok(img, "data", d, hns_jget(d, src, "data"));
+        img = hns_put_tok(img, "mimeType", d, hns_jget(d, src, "media_type"));
     } else {
         img = hns_put(hns_put(img, "data", json_string("")), "mimeType", json_string(""));
         if (hns_jstreq(d, st, "url"))
-            img = hns_put_opt(img, "uri", hns_jjson(d, hns_jget(d, src, "url")));
+            img = hns_put_tok(img, "uri", d, hns_jget(d, src, "url"));
     }
     return hns_line_emit(c->l, hns_put(hns_upd("agent_message_chunk"), "content", img));
 }
@@ -129,7 +129,7 @@ static int plan_event(struct conv *c, int todos)
 
         if (hns_jtype(d, t) != HNS_J_OBJECT)
             continue; /* the reference throws on a null todo */
-        e = hns_put_opt(json_object(), "content", hns_jjson(d, hns_jget(d, t, "content")));
+        e = hns_put_tok(json_object(), "content", d, hns_jget(d, t, "content"));
         e = hns_put(e, "status", hns_jtruthy(d, st) ? hns_jjson(d, st) : json_string("pending"));
         e = hns_put(e, "priority", json_string_nocheck("medium"));
         if (json_array_append_new(entries, e) < 0) {
