@@ -9,8 +9,8 @@
  * session-log metadata (`_meta`/`_prompt` truthy, `_sessionEnd`), TodoWrite's tool_result (its
  * call became a `plan`), and the block types the reference skips (redacted_thinking, document,
  * search_result, *_delta, container_upload). Everything else not understood is `unknown`.
- * Deliberate differences from the reference: orphan or repeated tool results still produce a
- * tool_call_update (default formatting); synthetic API-error assistant lines (`error` set)
+ * Deliberate differences from the reference: orphan or repeated tool results are `unknown`
+ * (the reference drops them); synthetic API-error assistant lines (`error` set)
  * become `error` updates instead of message text; `result` gives a run `usage` and, when
  * is_error, a fatal `error`; every assistant line gives a call `usage`.
  * Threads: a parser instance is used by one thread at a time. */
@@ -186,9 +186,17 @@ static int tool_result(struct conv *c, int block)
         return core_error_oom();
     known = hns_smap_take(&c->st->tools, idb.p, idb.len, name, sizeof(name));
     hns_buf_free(&idb);
-    if (known && !strcmp(name, "TodoWrite"))
+    if (!known) {
+        /* The reference drops a result whose call this run has not seen (or has already
+         * answered); we keep the line as `unknown`. */
+        if (!c->bad)
+            c->bad =
+                "claude: tool result for a tool_use not seen (or already answered) in this run";
         return 0;
-    up = hns_claude_tool_result(d, block, known ? name : NULL);
+    }
+    if (!strcmp(name, "TodoWrite"))
+        return 0;
+    up = hns_claude_tool_result(d, block, name);
     if (up && c->raw_output >= 0)
         up = hns_put(up, "rawOutput", hns_jjson(d, c->raw_output));
     return hns_line_emit(c->l, up);

@@ -389,9 +389,8 @@ static int parse_line(struct hns_parser *p, const char *line, size_t len)
             rc = hns_line_unknown(&l, "gemini: message of an unknown role");
         else if (!hns_jtruthy(d, content))
             rc = 0; /* an empty delta */
-        else if (hns_jtype(d, content) != HNS_J_STRING)
-            rc = hns_line_unknown(&l, "gemini: message content is not a string");
         else {
+            /* a non-string content is passed through as the reference does */
             if ((v = hns_jget(d, 0, "delta")) >= 0)
                 rc = hns_line_extra(&l, "delta", hns_jjson(d, v));
             text = hns_put(hns_put(json_object(), "type", json_string_nocheck("text")), "text",
