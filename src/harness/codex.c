@@ -257,7 +257,8 @@ static json_t *file_change(struct hns_jdoc *d, int item)
     hns_buf_free(&b);
     up = hns_put(up, "content", content);
     up = hns_put(up, "locations", locs);
-    return hns_put_tok(up, "rawInput", d, changes);
+    return changes < 0 ? up
+                       : hns_put(up, "rawInput", hns_put_tok(json_object(), "changes", d, changes));
 }
 
 static json_t *error_message(struct hns_jdoc *d, int msg, int whole)
