@@ -15,5 +15,7 @@ int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf
 
 /* Subcommands (one file each). */
 int cli_mockllm_main(int argc, char **argv);
+/* evolve parse --agent NAME [FILE|-] [--summary] (parse.c) */
+int cli_parse_main(int argc, char **argv);
 
 #endif

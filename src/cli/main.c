@@ -10,6 +10,7 @@
 
 static const struct cli_command commands[] = {
     {"mock-llm", "serve a scripted model on loopback for real agent CLIs", cli_mockllm_main},
+    {"parse", "print the events of a recorded agent stream", cli_parse_main},
     {NULL, NULL, NULL},
 };
 
