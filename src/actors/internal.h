@@ -40,6 +40,7 @@ struct act_runtime {
     atomic_long queued;  /* tasks pushed and not yet popped: the parking check */
     atomic_long active;  /* tasks pushed and not yet finished: the shutdown check */
     atomic_int sleepers; /* workers parked or about to park */
+    atomic_int spinners; /* workers polling `queued` before parking (advisory) */
     atomic_bool closing; /* shutdown began: no new actors, jobs or timers */
     atomic_bool exiting; /* workers leave once their queues are empty */
     pthread_mutex_t park_mu;

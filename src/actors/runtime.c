@@ -127,6 +127,21 @@ static void task_done(struct act_runtime *rt)
     }
 }
 
+/* Wakes one parked worker if some are parked and none is spinning. A spinning worker will
+ * find the task by itself (and wakes another if it finds more than one, see worker_main); a
+ * spinner that gives up re-checks `queued` in park() before sleeping, so skipping the wake here
+ * loses nothing. This keeps futex wakes off the path of a busy runtime. */
+static void maybe_wake(struct act_runtime *rt)
+{
+    /* seq_cst: the second half of the Dekker pair described in schedule_counted/park. */
+    if (atomic_load_explicit(&rt->sleepers, memory_order_seq_cst) > 0 &&
+        atomic_load_explicit(&rt->spinners, memory_order_relaxed) == 0) {
+        pthread_mutex_lock(&rt->park_mu);
+        pthread_cond_signal(&rt->park_cv);
+        pthread_mutex_unlock(&rt->park_mu);
+    }
+}
+
 /* Pushes a task whose `active` count the caller already took. */
 static void schedule_counted(struct act_runtime *rt, struct act_task *task)
 {
@@ -141,11 +156,7 @@ static void schedule_counted(struct act_runtime *rt, struct act_task *task)
     /* seq_cst: Dekker with park(): this increment is ordered before our load of `sleepers`,
      * and a parking worker's increment of `sleepers` before its load of `queued`. */
     atomic_fetch_add_explicit(&rt->queued, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&rt->sleepers, memory_order_seq_cst) > 0) {
-        pthread_mutex_lock(&rt->park_mu);
-        pthread_cond_signal(&rt->park_cv);
-        pthread_mutex_unlock(&rt->park_mu);
-    }
+    maybe_wake(rt);
 }
 
 void act_runq_schedule(struct act_runtime *rt, struct act_task *task)
@@ -187,16 +198,20 @@ static void *worker_main(void *arg)
     for (;;) {
         t = find_task(w);
         if (t) {
-            atomic_fetch_sub_explicit(&rt->queued, 1, memory_order_relaxed);
+            /* More queued than this one: make sure someone else looks (see maybe_wake). */
+            if (atomic_fetch_sub_explicit(&rt->queued, 1, memory_order_seq_cst) > 1)
+                maybe_wake(rt);
             t->run(t); /* may free t */
             task_done(rt);
             continue;
         }
+        atomic_fetch_add_explicit(&rt->spinners, 1, memory_order_relaxed);
         for (i = 0; i < SPIN_POLLS; i++) {
             if (atomic_load_explicit(&rt->queued, memory_order_relaxed) > 0)
                 break;
             cpu_relax();
         }
+        atomic_fetch_sub_explicit(&rt->spinners, 1, memory_order_relaxed);
         if (i < SPIN_POLLS)
             continue;
         if (park(rt))
