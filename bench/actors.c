@@ -441,8 +441,15 @@ int main(void)
         for (i = 0; i < PER_PRODUCER; i++)
             want += (uint64_t)p * 1000003u + i;
     }
-    if (act_runtime_new(&rt, NULL) != 0)
-        die("act_runtime_new");
+    {
+        /* EVOLVE_BENCH_WORKERS=n overrides the worker count (default: one per core). */
+        const char *env = getenv("EVOLVE_BENCH_WORKERS");
+        struct act_runtime_config cfg = {.worker_threads = env ? (unsigned)strtoul(env, NULL, 10)
+                                                               : 0};
+
+        if (act_runtime_new(&rt, &cfg) != 0)
+            die("act_runtime_new");
+    }
     workers = act_runtime_workers(rt);
     fprintf(stderr, "bench_actors: %u workers, %d producers x %d messages, %d runs, load %.2f\n",
             workers, PRODUCERS, PER_PRODUCER, RUNS, load[0]);

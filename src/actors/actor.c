@@ -31,7 +31,7 @@ struct act_actor {
     act_behaviour_fn behaviour;
     void *state;
     void (*state_free)(void *state);
-    atomic_long refs;        /* caller refs + 1 while alive + 1 while scheduled + timers */
+    atomic_long refs;        /* holders' refs + timers + 1 "alive" (see schedule) */
     atomic_bool stopping;    /* act_actor_stop was called */
     bool dead;               /* stop marker handled; touched only by the running worker */
     atomic_int running;      /* 1 while a worker runs a turn: asserted never to overlap */
@@ -89,6 +89,9 @@ static struct act_msg *mb_pop(struct act_mailbox *mb)
     }
     if (next) {
         mb->tail = next;
+        /* The next message was written on the sender's core: start fetching its line while the
+         * behaviour handles this one. */
+        __builtin_prefetch(next, 0, 3);
         return tail;
     }
     /* acquire: pairs with the pushers' exchange; a moved head means a push in progress. */
@@ -144,8 +147,8 @@ void act_registry_stop_all(struct act_runtime *rt)
     pthread_mutex_unlock(&rt->mu);
 }
 
-/* The stop marker was reached: free the state, leave the registry, drop the "alive"
- * reference (the scheduling reference keeps the struct for the rest of this turn). */
+/* The stop marker was reached: free the state and leave the registry. The "alive" reference
+ * now serves as this turn's reference and goes when the turn ends with the mailbox empty. */
 static void actor_die(struct act_actor *a)
 {
     a->dead = true;
@@ -153,20 +156,23 @@ static void actor_die(struct act_actor *a)
         a->state_free(a->state);
     a->state = NULL;
     registry_remove(a);
-    act_actor_unref(a);
 }
 
 static void actor_run(struct act_task *task)
 {
     struct act_actor *a = (struct act_actor *)task;
     struct act_msg *msg;
-    int n, was_running;
+    bool dead;
+    int n;
 
+#ifndef NDEBUG
     /* acquire/release on `running`: only a consistency check (the empty bit is what orders
      * turns); asserts that two workers never run one actor at once. */
-    was_running = atomic_exchange_explicit(&a->running, 1, memory_order_acquire);
+    int was_running = atomic_exchange_explicit(&a->running, 1, memory_order_acquire);
+
     assert(was_running == 0);
     (void)was_running;
+#endif
     for (n = 0; n < ACT_TURN_MAX; n++) {
         msg = mb_pop(&a->mb);
         if (!msg)
@@ -178,13 +184,18 @@ static void actor_run(struct act_task *task)
         else
             a->behaviour(a, a->state, msg);
     }
+#ifndef NDEBUG
     atomic_store_explicit(&a->running, 0, memory_order_release);
+#endif
+    /* Read before marking empty: afterwards another turn may run (and die) at once. */
+    dead = a->dead;
     if (n < ACT_TURN_MAX && mb_mark_empty(&a->mb)) {
-        act_actor_unref(a); /* the scheduling reference */
+        if (dead)
+            act_actor_unref(a); /* the reference this dead actor's turn held (see schedule) */
         return;
     }
-    /* More to do: run again later, keeping the scheduling reference. After a stop the runtime
-     * may be gone only if nothing can reach the actor, so rt is still valid here. */
+    /* More to do: run again later; a dead actor's turn reference carries over. The runtime is
+     * still running: shutdown waits for the workers to empty their queues. */
     act_runq_schedule(a->rt, &a->task);
 }
 
@@ -227,9 +238,16 @@ int act_actor_new(struct act_actor **out, struct act_runtime *rt, act_behaviour_
     return 0;
 }
 
+/* Called by the sender whose push found the mailbox empty. While the actor is alive its
+ * "alive" reference keeps it through the turn, so scheduling costs no reference count. A dead
+ * actor (stopped, reached by a send that raced the stop) has given that reference to its last
+ * turn, so the new turn takes its own, dropped when it ends with the mailbox empty. Reading
+ * `dead` is safe: our acquire exchange saw MB_EMPTY, set by the release CAS that ended the last
+ * turn, which wrote `dead` before it. */
 static void schedule(struct act_actor *a)
 {
-    act_actor_ref(a); /* the scheduling reference, dropped when a turn marks the mailbox empty */
+    if (a->dead)
+        act_actor_ref(a);
     act_runq_schedule(a->rt, &a->task);
 }
 

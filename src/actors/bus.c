@@ -5,36 +5,30 @@
  * Threads: publish/try_publish/subscribe/unsubscribe from any thread (publish not on a worker);
  * callbacks on the workers of the bus's runtime; act_sub_poll on one thread per handle.
  *
- * The ring is Vyukov's bounded MPMC array queue: each slot has a sequence number, producers
- * claim `tail` positions with a CAS, consumers claim `head` positions. It is multi-producer so
- * that many publishers need no forwarder, and multi-consumer so that a DROP_OLDEST publisher can
- * itself take the oldest event out. Every position the subscriber skips was taken by a dropper,
- * so the gap it reports is exact: position - (last position + 1).
+ * Each subscriber's ring (ring.c) is multi-producer so that many publishers need no forwarder,
+ * and multi-consumer so that a DROP_OLDEST publisher can itself take the oldest event out. Every
+ * position the subscriber skips was taken by a dropper, so the gap it reports is exact:
+ * position - (last position + 1).
  *
  * The subscriber list is an immutable array swapped by writers (under bus->mu) and read by
- * publishers without locks inside a read section: a two-slot reader count indexed by a
- * generation number (a tiny epoch scheme, see read_enter). A writer swaps the array, bumps the
- * generation and waits for the readers of the old generation before freeing the old array.
+ * publishers without locks inside an epoch read section (epoch.c). A writer swaps the array and
+ * waits for the readers that may still see the old one before freeing it.
  * Read sections never block: a publisher that must wait for space leaves the section first,
  * holding a reference on that subscriber, and continues after it by subscriber id. */
 #include "actors/bus.h"
 
 #include <assert.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "actors/epoch.h"
 #include "actors/internal.h"
+#include "actors/ring.h"
 #include "core/error.h"
 
 #define DEFAULT_CAPACITY 1024u
 #define MAX_CAPACITY     (1u << 24)
-
-struct slot {
-    atomic_size_t seq;
-    struct act_event *ev;
-};
 
 struct wake {
     struct wake *next;
@@ -43,10 +37,8 @@ struct wake {
 };
 
 struct act_sub {
-    /* Producer side and consumer side positions on their own cache lines. */
-    atomic_size_t tail __attribute__((aligned(64))); /* next position to fill */
-    atomic_size_t head __attribute__((aligned(64))); /* next position to take */
-    size_t next_pos; /* consumer only: position after the last event it received */
+    struct act_ring ring; /* first: its positions sit on their own cache lines */
+    size_t next_pos;      /* consumer only: position after the last event it received */
 
     uint64_t id; /* subscription order; the list is sorted by it */
     struct act_bus *bus;
@@ -54,8 +46,6 @@ struct act_sub {
     act_sub_cb cb;
     void *payload;
     void (*release)(void *payload);
-    size_t mask;
-    struct slot *slots;
     atomic_long refs; /* the list's + the actor's + one per kick in flight */
     atomic_bool closed;
     atomic_ullong dropped;
@@ -82,10 +72,9 @@ struct sub_list {
 struct act_bus {
     struct act_runtime *rt;
     _Atomic(struct sub_list *) list;
-    atomic_ullong gen;
-    atomic_long readers[2];
-    pthread_mutex_t mu; /* writers */
-    uint64_t next_id;   /* under mu */
+    struct act_epoch epoch; /* read sections of publishers over `list` */
+    pthread_mutex_t mu;     /* writers */
+    uint64_t next_id;       /* under mu */
 };
 
 /* ---- events ---------------------------------------------------------------------------- */
@@ -112,84 +101,6 @@ void act_event_unref(struct act_event *ev)
         ev->destroy(ev);
 }
 
-/* ---- the ring -------------------------------------------------------------------------- */
-
-static bool ring_push(struct act_sub *s, struct act_event *ev)
-{
-    size_t pos = atomic_load_explicit(&s->tail, memory_order_relaxed);
-    struct slot *sl;
-    size_t seq;
-    intptr_t dif;
-
-    for (;;) {
-        sl = &s->slots[pos & s->mask];
-        /* acquire: pairs with the release store of seq by the consumer that emptied this
-         * slot; its read of sl->ev is done before we overwrite it. */
-        seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
-        dif = (intptr_t)seq - (intptr_t)pos;
-        if (dif == 0) {
-            if (atomic_compare_exchange_weak_explicit(&s->tail, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed))
-                break;
-        } else if (dif < 0) {
-            return false; /* full */
-        } else {
-            pos = atomic_load_explicit(&s->tail, memory_order_relaxed);
-        }
-    }
-    sl->ev = ev;
-    /* release: pairs with the consumer's acquire load of seq; ev is in the slot first. */
-    atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
-    return true;
-}
-
-static bool ring_pop(struct act_sub *s, struct act_event **ev, size_t *pos_out)
-{
-    size_t pos = atomic_load_explicit(&s->head, memory_order_relaxed);
-    struct slot *sl;
-    size_t seq;
-    intptr_t dif;
-
-    for (;;) {
-        sl = &s->slots[pos & s->mask];
-        /* acquire: pairs with the producer's release store of seq; the event is visible. */
-        seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
-        dif = (intptr_t)seq - (intptr_t)(pos + 1);
-        if (dif == 0) {
-            if (atomic_compare_exchange_weak_explicit(&s->head, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed))
-                break;
-        } else if (dif < 0) {
-            return false; /* empty, or the producer of this slot has not finished */
-        } else {
-            pos = atomic_load_explicit(&s->head, memory_order_relaxed);
-        }
-    }
-    *ev = sl->ev;
-    *pos_out = pos;
-    /* release: pairs with the next producer's acquire load of seq. */
-    atomic_store_explicit(&sl->seq, pos + s->mask + 1, memory_order_release);
-    return true;
-}
-
-static bool ring_has_space(struct act_sub *s)
-{
-    size_t pos = atomic_load_explicit(&s->tail, memory_order_relaxed);
-    /* acquire: as in ring_push. */
-    size_t seq = atomic_load_explicit(&s->slots[pos & s->mask].seq, memory_order_acquire);
-
-    return (intptr_t)seq - (intptr_t)pos >= 0;
-}
-
-static bool ring_has_data(struct act_sub *s)
-{
-    size_t pos = atomic_load_explicit(&s->head, memory_order_relaxed);
-    /* acquire: as in ring_pop. */
-    size_t seq = atomic_load_explicit(&s->slots[pos & s->mask].seq, memory_order_acquire);
-
-    return (intptr_t)seq - (intptr_t)(pos + 1) >= 0;
-}
-
 /* ---- subscriber lifetime --------------------------------------------------------------- */
 
 static void sub_ref(struct act_sub *s)
@@ -202,7 +113,7 @@ static void sub_destroy(struct act_sub *s)
     struct act_event *ev;
     size_t pos;
 
-    while (ring_pop(s, &ev, &pos))
+    while (act_ring_pop(&s->ring, (void **)&ev, &pos))
         act_event_unref(ev);
     assert(s->wakes == NULL);
     if (s->release)
@@ -210,7 +121,7 @@ static void sub_destroy(struct act_sub *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->space_cv);
     pthread_cond_destroy(&s->data_cv);
-    free(s->slots);
+    act_ring_dispose(&s->ring);
     if (s->actor)
         act_actor_unref(s->actor); /* never the last reference inside the actor's own turn */
     free(s);
@@ -259,7 +170,7 @@ static bool take(struct act_sub *s, struct act_event **ev, uint64_t *gap)
 {
     size_t pos;
 
-    if (!ring_pop(s, ev, &pos))
+    if (!act_ring_pop(&s->ring, (void **)ev, &pos))
         return false;
     *gap = (uint64_t)(pos - s->next_pos);
     s->next_pos = pos + 1;
@@ -372,7 +283,8 @@ int act_sub_poll(struct act_sub *sub, uint32_t timeout_ms, struct act_event **ev
         atomic_fetch_add_explicit(&sub->data_waiters, 1, memory_order_relaxed);
         /* seq_cst fence: pairs with the one in notify_data. */
         atomic_thread_fence(memory_order_seq_cst);
-        if (!ring_has_data(sub) && !atomic_load_explicit(&sub->closed, memory_order_acquire))
+        if (!act_ring_has_data(&sub->ring) &&
+            !atomic_load_explicit(&sub->closed, memory_order_acquire))
             pthread_cond_timedwait(&sub->data_cv, &sub->mu, &ts);
         atomic_fetch_sub_explicit(&sub->data_waiters, 1, memory_order_relaxed);
         pthread_mutex_unlock(&sub->mu);
@@ -386,49 +298,14 @@ uint64_t act_sub_dropped(const struct act_sub *sub)
 
 /* ---- the subscriber list --------------------------------------------------------------- */
 
-/* Enters a read section: the caller may use the list it loads until read_exit. Returns the
- * reader slot to release. The generation is re-checked after counting ourselves in, so a writer
- * that bumped it meanwhile either waits for us or we retry in the new generation. */
-static int read_enter(struct act_bus *bus)
-{
-    unsigned long long g;
-
-    for (;;) {
-        g = atomic_load_explicit(&bus->gen, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&bus->readers[g & 1], 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&bus->gen, memory_order_seq_cst) == g)
-            return (int)(g & 1);
-        atomic_fetch_sub_explicit(&bus->readers[g & 1], 1, memory_order_release);
-    }
-}
-
-static void read_exit(struct act_bus *bus, int slot)
-{
-    /* release: pairs with the acquire load in synchronize(); our reads of the list and its
-     * subscribers happen-before the writer frees them. */
-    atomic_fetch_sub_explicit(&bus->readers[slot], 1, memory_order_release);
-}
-
-/* Writer side, under bus->mu, after swapping the list: waits until no reader can still see the
- * old one. Read sections are short and never block, so this spins with sched_yield. */
-static void synchronize(struct act_bus *bus)
-{
-    unsigned long long g = atomic_load_explicit(&bus->gen, memory_order_relaxed);
-
-    atomic_store_explicit(&bus->gen, g + 1, memory_order_seq_cst);
-    /* acquire: pairs with read_exit's release. */
-    while (atomic_load_explicit(&bus->readers[g & 1], memory_order_acquire) != 0)
-        sched_yield();
-}
-
 /* Swaps in `next` (may be NULL) and frees the old list once no reader sees it. */
 static void swap_list(struct act_bus *bus, struct sub_list *next)
 {
     struct sub_list *old;
 
-    /* seq_cst: ordered before the generation bump in synchronize(). */
+    /* seq_cst: ordered before the generation bump in act_epoch_synchronize. */
     old = atomic_exchange_explicit(&bus->list, next, memory_order_seq_cst);
-    synchronize(bus);
+    act_epoch_synchronize(&bus->epoch);
     free(old);
 }
 
@@ -469,7 +346,7 @@ int act_bus_subscribe(struct act_sub **out, struct act_bus *bus, const struct ac
     struct act_sub *s;
     struct sub_list *old, *next = NULL;
     pthread_condattr_t attr;
-    size_t cap = 2, i, n; /* at least 2: with one slot "full" and "free" look the same */
+    size_t cap = 2, n; /* at least 2: with one slot "full" and "free" look the same */
     int rc;
 
     *out = NULL;
@@ -485,14 +362,11 @@ int act_bus_subscribe(struct act_sub **out, struct act_bus *bus, const struct ac
     if (!s)
         return core_error_oom();
     memset(s, 0, sizeof(*s));
-    s->slots = malloc(cap * sizeof(*s->slots));
-    if (!s->slots) {
+    rc = act_ring_init(&s->ring, cap);
+    if (rc < 0) {
         free(s);
-        return core_error_oom();
+        return rc;
     }
-    for (i = 0; i < cap; i++)
-        atomic_store_explicit(&s->slots[i].seq, i, memory_order_relaxed);
-    s->mask = cap - 1;
     s->bus = bus;
     s->policy = cfg->policy;
     s->cb = cfg->cb;
@@ -596,7 +470,7 @@ static bool offer(struct act_sub *s, struct act_event *ev)
         return true;
     act_event_ref(ev);
     for (;;) {
-        if (ring_push(s, ev)) {
+        if (act_ring_push(&s->ring, ev)) {
             notify_data(s);
             return true;
         }
@@ -604,7 +478,8 @@ static bool offer(struct act_sub *s, struct act_event *ev)
             act_event_unref(ev); /* never the last: the publisher holds one */
             return false;
         }
-        if (ring_pop(s, &old, &pos)) { /* DROP_OLDEST: this position becomes the gap */
+        if (act_ring_pop(&s->ring, (void **)&old,
+                         &pos)) { /* DROP_OLDEST: this position becomes the gap */
             atomic_fetch_add_explicit(&s->dropped, 1, memory_order_relaxed);
             act_event_unref(old);
         }
@@ -618,9 +493,9 @@ static struct act_sub *deliver(struct act_bus *bus, struct act_event *ev, uint64
     struct act_sub *blocked = NULL;
     struct sub_list *list;
     size_t i;
-    int slot = read_enter(bus);
+    int slot = act_epoch_enter(&bus->epoch);
 
-    /* seq_cst: ordered after read_enter's generation check (see synchronize). */
+    /* seq_cst: ordered after act_epoch_enter's generation check. */
     list = atomic_load_explicit(&bus->list, memory_order_seq_cst);
     for (i = 0; list && i < list->n; i++) {
         struct act_sub *s = list->subs[i];
@@ -634,7 +509,7 @@ static struct act_sub *deliver(struct act_bus *bus, struct act_event *ev, uint64
             break;
         }
     }
-    read_exit(bus, slot);
+    act_epoch_exit(&bus->epoch, slot);
     return blocked;
 }
 
@@ -651,7 +526,7 @@ static void wait_space(struct act_sub *s, struct act_event *ev)
     for (;;) {
         if (atomic_load_explicit(&s->closed, memory_order_acquire))
             break;
-        if (ring_push(s, ev)) {
+        if (act_ring_push(&s->ring, ev)) {
             pushed = true;
             break;
         }
@@ -701,7 +576,7 @@ static void register_wake(struct act_sub *s, struct act_actor *actor, struct act
     pthread_mutex_unlock(&s->mu);
     /* seq_cst fence: pairs with the one in notify_space. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (ring_has_space(s) || atomic_load_explicit(&s->closed, memory_order_acquire))
+    if (act_ring_has_space(&s->ring) || atomic_load_explicit(&s->closed, memory_order_acquire))
         fire_wakes(s);
 }
 

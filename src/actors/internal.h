@@ -36,9 +36,8 @@ struct act_runtime {
     struct act_worker *workers;
     unsigned started; /* workers whose thread runs (for cleanup of a half-built runtime) */
 
-    atomic_uint rr;      /* round-robin target for pushes from outside the pool */
     atomic_long queued;  /* tasks pushed and not yet popped: the parking check */
-    atomic_long active;  /* tasks pushed and not yet finished: the shutdown check */
+    atomic_long jobs;    /* jobs submitted and not yet finished: the shutdown check */
     atomic_int sleepers; /* workers parked or about to park */
     atomic_int spinners; /* workers polling `queued` before parking (advisory) */
     atomic_bool closing; /* shutdown began: no new actors, jobs or timers */
@@ -48,7 +47,7 @@ struct act_runtime {
 
     /* Registry of live (not yet stopped-and-drained) actors, for shutdown. */
     pthread_mutex_t mu;
-    pthread_cond_t quiet_cv; /* shutdown waits here for live == 0 && active == 0 */
+    pthread_cond_t quiet_cv; /* shutdown waits here for nlive == 0 && jobs == 0 */
     struct act_actor *live;  /* doubly linked through act_actor.live_prev/next */
     long nlive;
     bool shut_down;

@@ -1,12 +1,15 @@
 /* runtime.c — the worker pool: per-worker run queues, stealing, parking, one-off jobs, shutdown.
- * Owns: the worker threads and their queues; the `queued`/`active` counters; the park mutex.
+ * Owns: the worker threads and their queues; the `queued` and `jobs` counters; the park mutex.
  * Does not own: actors and their mailboxes (actor.c), timers (timer.c).
  * Threads: act_runq_schedule and act_runtime_submit from any thread; worker_main on the workers;
  * act_runtime_new/shutdown/free from a thread that is not a worker.
  * Ordering: a task pushed happens-before it runs (exchange/release on push, acquire on pop). A
  * worker parks only after announcing itself in `sleepers` and re-checking `queued`, and a pusher
  * bumps `queued` before reading `sleepers` (both seq_cst): one of the two always sees the other,
- * so no wake-up is lost. */
+ * so no wake-up is lost.
+ * Shutdown: once no actor is live and no job pending, workers are told to exit; a worker exits
+ * only when it finds `queued` at 0 while parking, so tasks still queued (the last turns of
+ * stopped actors) run first. Nothing else is counted on the hot path. */
 #include "actors/internal.h"
 
 #include <assert.h>
@@ -20,6 +23,10 @@
 /* The worker running on this thread, if any (for "push to my own queue" and the on_worker
  * assertions). */
 static _Thread_local struct act_worker *tls_worker;
+
+/* Round-robin cursor of a thread outside the pool (a thread-local, so pushes from different
+ * threads share no counter). */
+static _Thread_local unsigned tls_rr;
 
 /* Polls of `queued` before a worker parks: a few microseconds, so a message that arrives right
  * after a queue ran dry does not pay for a futex wake. Kept short: the machine is shared. */
@@ -113,13 +120,13 @@ static struct act_task *find_task(struct act_worker *w)
     return t;
 }
 
-/* Called after a task finished (or after a submit was refused): the last one out wakes a
- * shutdown waiting for quiet. */
-static void task_done(struct act_runtime *rt)
+/* Called after a job ran (or a submit was refused): the last one out wakes a shutdown waiting
+ * for quiet. */
+static void job_done(struct act_runtime *rt)
 {
     /* seq_cst: pairs with the seq_cst store of `closing` in shutdown; either we see closing and
-     * signal, or shutdown's own check of `active` sees our decrement. */
-    if (atomic_fetch_sub_explicit(&rt->active, 1, memory_order_seq_cst) == 1 &&
+     * signal, or shutdown's own check of `jobs` sees our decrement. */
+    if (atomic_fetch_sub_explicit(&rt->jobs, 1, memory_order_seq_cst) == 1 &&
         atomic_load_explicit(&rt->closing, memory_order_seq_cst)) {
         pthread_mutex_lock(&rt->mu);
         pthread_cond_broadcast(&rt->quiet_cv);
@@ -142,8 +149,7 @@ static void maybe_wake(struct act_runtime *rt)
     }
 }
 
-/* Pushes a task whose `active` count the caller already took. */
-static void schedule_counted(struct act_runtime *rt, struct act_task *task)
+void act_runq_schedule(struct act_runtime *rt, struct act_task *task)
 {
     struct act_worker *w = tls_worker;
     unsigned i;
@@ -151,18 +157,12 @@ static void schedule_counted(struct act_runtime *rt, struct act_task *task)
     if (w && w->rt == rt)
         i = w->index;
     else
-        i = atomic_fetch_add_explicit(&rt->rr, 1, memory_order_relaxed) % rt->nworkers;
+        i = tls_rr++ % rt->nworkers;
     runq_push(&rt->workers[i].q, task);
     /* seq_cst: Dekker with park(): this increment is ordered before our load of `sleepers`,
      * and a parking worker's increment of `sleepers` before its load of `queued`. */
     atomic_fetch_add_explicit(&rt->queued, 1, memory_order_seq_cst);
     maybe_wake(rt);
-}
-
-void act_runq_schedule(struct act_runtime *rt, struct act_task *task)
-{
-    atomic_fetch_add_explicit(&rt->active, 1, memory_order_relaxed);
-    schedule_counted(rt, task);
 }
 
 /* Parks until something is queued. Returns true when the worker should exit. */
@@ -202,7 +202,6 @@ static void *worker_main(void *arg)
             if (atomic_fetch_sub_explicit(&rt->queued, 1, memory_order_seq_cst) > 1)
                 maybe_wake(rt);
             t->run(t); /* may free t */
-            task_done(rt);
             continue;
         }
         atomic_fetch_add_explicit(&rt->spinners, 1, memory_order_relaxed);
@@ -309,7 +308,7 @@ void act_runtime_shutdown(struct act_runtime *rt)
         return;
     }
     rt->shut_down = true;
-    /* seq_cst: pairs with task_done() and act_runtime_submit(); set under mu so that
+    /* seq_cst: pairs with job_done() and act_runtime_submit(); set under mu so that
      * act_actor_new (which registers under mu) either sees it or is stopped below. */
     atomic_store_explicit(&rt->closing, true, memory_order_seq_cst);
     pthread_mutex_unlock(&rt->mu);
@@ -318,7 +317,7 @@ void act_runtime_shutdown(struct act_runtime *rt)
         act_timers_stop(rt->timers);
     act_registry_stop_all(rt);
     pthread_mutex_lock(&rt->mu);
-    while (rt->nlive > 0 || atomic_load_explicit(&rt->active, memory_order_seq_cst) > 0)
+    while (rt->nlive > 0 || atomic_load_explicit(&rt->jobs, memory_order_seq_cst) > 0)
         pthread_cond_wait(&rt->quiet_cv, &rt->mu);
     pthread_mutex_unlock(&rt->mu);
     stop_workers(rt);
@@ -343,6 +342,7 @@ void act_runtime_free(struct act_runtime *rt)
 
 struct job {
     struct act_task task; /* first */
+    struct act_runtime *rt;
     void (*fn)(void *arg);
     void *arg;
 };
@@ -352,30 +352,33 @@ static void job_run(struct act_task *task)
     struct job *j = (struct job *)task;
     void (*fn)(void *) = j->fn;
     void *arg = j->arg;
+    struct act_runtime *rt = j->rt;
 
     free(j);
     fn(arg);
+    job_done(rt);
 }
 
 int act_runtime_submit(struct act_runtime *rt, void (*fn)(void *arg), void *arg)
 {
     struct job *j;
 
-    /* seq_cst: Dekker with shutdown, which stores `closing` then reads `active`: either it
+    /* seq_cst: Dekker with shutdown, which stores `closing` then reads `jobs`: either it
      * waits for this job or we see `closing` and refuse. */
-    atomic_fetch_add_explicit(&rt->active, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&rt->jobs, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&rt->closing, memory_order_seq_cst)) {
-        task_done(rt);
+        job_done(rt);
         return core_error_set(EVOLVE_ESHUTDOWN, "job not queued: the runtime is shutting down");
     }
     j = malloc(sizeof(*j));
     if (!j) {
-        task_done(rt);
+        job_done(rt);
         return core_error_oom();
     }
     j->task.run = job_run;
+    j->rt = rt;
     j->fn = fn;
     j->arg = arg;
-    schedule_counted(rt, &j->task);
+    act_runq_schedule(rt, &j->task);
     return 0;
 }
