@@ -25,7 +25,7 @@
 
 #include "actors/actors.h"
 
-#define RUNS         5
+#define RUNS         9
 #define PRODUCERS    2
 #define PER_PRODUCER 1000000
 #define MANY         64
