@@ -8,5 +8,6 @@
 #include "evolve/common.h"
 #include "evolve/event.h"
 #include "evolve/autohand.h"
+#include "evolve/runtime.h"
 
 #endif
