@@ -46,6 +46,17 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* CPU time of this thread: the per-core figure, robust when other processes share the cores. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double last_cpu; /* CPU seconds of the last timed section */
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -139,6 +150,7 @@ static double run_parser(const struct trace *t, unsigned long *checksum, unsigne
     if (hns_parser_new(&s.p, t->agent, on_event, &s) < 0)
         die("parser");
     hns_lines_init(&split);
+    last_cpu = cpu_s();
     t0 = now_s();
     for (off = 0; off < t->len; off += CHUNK)
         if (hns_lines_feed(&split, t->data + off, off + CHUNK > t->len ? t->len - off : CHUNK,
@@ -147,6 +159,7 @@ static double run_parser(const struct trace *t, unsigned long *checksum, unsigne
     hns_lines_finish(&split, feed_line, &s);
     hns_parser_finish(s.p);
     t0 = now_s() - t0;
+    last_cpu = cpu_s() - last_cpu;
     hns_lines_dispose(&split);
     hns_parser_free(s.p);
     *checksum = s.checksum;
@@ -195,11 +208,13 @@ static double run_lines(const struct trace *t, hns_line_fn fn, void *arg)
     double t0;
 
     hns_lines_init(&split);
+    last_cpu = cpu_s();
     t0 = now_s();
     for (off = 0; off < t->len; off += CHUNK)
         hns_lines_feed(&split, t->data + off, off + CHUNK > t->len ? t->len - off : CHUNK, fn, arg);
     hns_lines_finish(&split, fn, arg);
     t0 = now_s() - t0;
+    last_cpu = cpu_s() - last_cpu;
     hns_lines_dispose(&split);
     return t0;
 }
@@ -212,10 +227,25 @@ static void stats(double *v, double *med, double *min, double *max)
     *max = v[RUNS - 1];
 }
 
+/* Prints one figure as compact JSON (jansson does the escaping). `extra` (stolen, may be NULL)
+ * adds fields. */
+static void emit_json(json_t *o, json_t *extra)
+{
+    if (extra)
+        json_object_update(o, extra);
+    json_decref(extra);
+    if (!o || json_dumpf(o, stdout, JSON_COMPACT) < 0)
+        die("print");
+    putchar('\n');
+    fflush(stdout);
+    json_decref(o);
+}
+
 static void print_figure(const char *figure, const char *unit, const double *per_run_s, double work,
                          const char *work_unit, unsigned long checksum, const double *base_s)
 {
-    double rates[RUNS], med, min, max, bmed = 0, bmin, bmax, brates[RUNS];
+    double rates[RUNS], med, min, max, bmed, bmin, bmax, brates[RUNS];
+    char sum[32];
     int i;
 
     for (i = 0; i < RUNS; i++) {
@@ -224,21 +254,20 @@ static void print_figure(const char *figure, const char *unit, const double *per
             brates[i] = work / base_s[i];
     }
     stats(rates, &med, &min, &max);
-    printf("{\"bench\":\"parse\",\"figure\":\"%s\",\"unit\":\"%s\",\"median\":%.0f,\"min\":%.0f,"
-           "\"max\":%.0f,\"runs\":%d,\"work\":%.0f,\"work_unit\":\"%s\",\"checksum\":%lu",
-           figure, unit, med, min, max, RUNS, work, work_unit, checksum);
-    if (base_s) {
+    snprintf(sum, sizeof(sum), "%016lx", checksum);
+    if (base_s)
         stats(brates, &bmed, &bmin, &bmax);
-        printf(",\"baseline\":\"json_loadb per line\",\"baseline_median\":%.0f,\"ratio\":%.2f",
-               bmed, med / bmed);
-    }
-    printf("}\n");
-    fflush(stdout);
+    emit_json(json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:i, s:f, s:s, s:s}", "bench", "parse",
+                        "figure", figure, "unit", unit, "median", med, "min", min, "max", max,
+                        "runs", RUNS, "work", work, "work_unit", work_unit, "checksum", sum),
+              base_s ? json_pack("{s:s, s:f, s:f}", "baseline", "json_loadb per line",
+                                 "baseline_median", bmed, "ratio", med / bmed)
+                     : NULL);
 }
 
 static void bench_trace(struct trace *t)
 {
-    double ours[RUNS], base[RUNS], jd[RUNS], js[RUNS];
+    double ours[RUNS], base[RUNS], jd[RUNS], js[RUNS], ours_cpu[RUNS], base_cpu[RUNS];
     unsigned long sum = 0, events = 0, ok = 0;
     struct tok_ctx tc;
     int i;
@@ -249,7 +278,9 @@ static void bench_trace(struct trace *t)
     for (i = 0; i < RUNS; i++) {
         ok = 0;
         ours[i] = run_parser(t, &sum, &events);
+        ours_cpu[i] = last_cpu;
         base[i] = run_lines(t, loads_line, &ok);
+        base_cpu[i] = last_cpu;
         tc.ok = 0;
         jd[i] = run_lines(t, jdoc_line, &tc);
         js[i] = run_lines(t, jsmn_line, &tc);
@@ -264,6 +295,8 @@ static void bench_trace(struct trace *t)
         print_figure(fig, "lines/s", ours, (double)t->lines, "lines", sum, base);
         snprintf(fig, sizeof(fig), "%s_stdout_path_mb", t->agent);
         print_figure(fig, "MB/s", ours, (double)t->len / 1e6, "MB", sum, base);
+        snprintf(fig, sizeof(fig), "%s_stdout_path_lines_per_cpu_s", t->agent);
+        print_figure(fig, "lines/CPU-s", ours_cpu, (double)t->lines, "lines", sum, base_cpu);
         snprintf(fig, sizeof(fig), "%s_jdoc_tokenize_lines", t->agent);
         print_figure(fig, "lines/s", jd, (double)t->lines, "lines", (unsigned long)ok, base);
         snprintf(fig, sizeof(fig), "%s_jsmn_tokenize_lines", t->agent);
@@ -321,16 +354,24 @@ static void bench_rss(const struct trace *t, unsigned long target)
     fprintf(stderr,
             "rss: %lu lines in %.1fs, RSS after pass 1 %ld KiB, at end %ld KiB, peak %ld KiB\n",
             lines, now_s() - t0, first, last, ru.ru_maxrss);
-    printf("{\"bench\":\"parse\",\"figure\":\"claude_peak_rss\",\"unit\":\"KiB\",\"median\":%ld,"
-           "\"min\":%ld,\"max\":%ld,\"runs\":1,\"work\":%lu,\"work_unit\":\"lines\","
-           "\"checksum\":%lu}\n",
-           ru.ru_maxrss, ru.ru_maxrss, ru.ru_maxrss, lines, s.checksum);
-    printf(
-        "{\"bench\":\"parse\",\"figure\":\"claude_rss_growth_after_first_pass\",\"unit\":\"KiB\","
-        "\"median\":%ld,\"min\":%ld,\"max\":%ld,\"runs\":1,\"work\":%lu,\"work_unit\":\"lines\","
-        "\"checksum\":%lu,\"rss_first_pass_kib\":%ld,\"rss_end_kib\":%ld}\n",
-        last - first, last - first, last - first, lines, s.checksum, first, last);
-    fflush(stdout);
+    {
+        char sum[32];
+
+        snprintf(sum, sizeof(sum), "%016lx", s.checksum);
+        emit_json(json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:s, s:s}", "bench", "parse",
+                            "figure", "claude_peak_rss", "unit", "KiB", "median",
+                            (json_int_t)ru.ru_maxrss, "min", (json_int_t)ru.ru_maxrss, "max",
+                            (json_int_t)ru.ru_maxrss, "runs", 1, "work", (json_int_t)lines,
+                            "work_unit", "lines", "checksum", sum),
+                  NULL);
+        emit_json(json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:s, s:s, s:I, s:I}", "bench",
+                            "parse", "figure", "claude_rss_growth_after_first_pass", "unit", "KiB",
+                            "median", (json_int_t)(last - first), "min", (json_int_t)(last - first),
+                            "max", (json_int_t)(last - first), "runs", 1, "work", (json_int_t)lines,
+                            "work_unit", "lines", "checksum", sum, "rss_first_pass_kib",
+                            (json_int_t)first, "rss_end_kib", (json_int_t)last),
+                  NULL);
+    }
     hns_lines_dispose(&split);
     hns_parser_free(s.p);
 }

@@ -12,8 +12,6 @@
 
 #include "harness/harness.h"
 
-extern const struct hns_agent hns_agent_autohand;
-const struct hns_agent *const bench_autohand_linked = &hns_agent_autohand;
 
 #define LINES 200000
 #define RUNS  5

@@ -19,10 +19,12 @@
 
 #define MB_EMPTY ((uintptr_t)1)
 
+/* `head` and the consumer's `tail` on separate cache lines: the consumer writes `tail` on every
+ * pop and would otherwise steal the line each sender's exchange needs. */
 struct act_mailbox {
     _Atomic(uintptr_t) head; /* last pushed message | MB_EMPTY; producers exchange it */
-    struct act_msg *tail;    /* next to pop; only the worker running the actor touches it */
-    struct act_msg stub;     /* keeps the list non-empty */
+    struct act_msg *tail __attribute__((aligned(64))); /* next to pop; the running worker's */
+    struct act_msg stub;                               /* keeps the list non-empty */
 };
 
 struct act_actor {

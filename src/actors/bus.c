@@ -101,6 +101,17 @@ void act_event_unref(struct act_event *ev)
         ev->destroy(ev);
 }
 
+/* The ring stores void pointers; events come out through this. */
+static bool ring_pop_event(struct act_sub *s, struct act_event **ev, size_t *pos)
+{
+    void *item;
+
+    if (!act_ring_pop(&s->ring, &item, pos))
+        return false;
+    *ev = item;
+    return true;
+}
+
 /* ---- subscriber lifetime --------------------------------------------------------------- */
 
 static void sub_ref(struct act_sub *s)
@@ -113,7 +124,7 @@ static void sub_destroy(struct act_sub *s)
     struct act_event *ev;
     size_t pos;
 
-    while (act_ring_pop(&s->ring, (void **)&ev, &pos))
+    while (ring_pop_event(s, &ev, &pos))
         act_event_unref(ev);
     assert(s->wakes == NULL);
     if (s->release)
@@ -170,7 +181,7 @@ static bool take(struct act_sub *s, struct act_event **ev, uint64_t *gap)
 {
     size_t pos;
 
-    if (!act_ring_pop(&s->ring, (void **)ev, &pos))
+    if (!ring_pop_event(s, ev, &pos))
         return false;
     *gap = (uint64_t)(pos - s->next_pos);
     s->next_pos = pos + 1;
@@ -478,8 +489,7 @@ static bool offer(struct act_sub *s, struct act_event *ev)
             act_event_unref(ev); /* never the last: the publisher holds one */
             return false;
         }
-        if (act_ring_pop(&s->ring, (void **)&old,
-                         &pos)) { /* DROP_OLDEST: this position becomes the gap */
+        if (ring_pop_event(s, &old, &pos)) { /* DROP_OLDEST: this position becomes the gap */
             atomic_fetch_add_explicit(&s->dropped, 1, memory_order_relaxed);
             act_event_unref(old);
         }

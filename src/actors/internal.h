@@ -20,6 +20,7 @@ struct act_runq {
     struct act_task *tail;           /* next to pop; only the lock holder touches it */
     struct act_task stub;            /* keeps the list non-empty */
     atomic_bool locked;              /* consumer try-lock */
+    atomic_long queued;              /* pushed and not yet popped: the parking check */
 } __attribute__((aligned(64)));
 
 struct act_worker {
@@ -36,10 +37,9 @@ struct act_runtime {
     struct act_worker *workers;
     unsigned started; /* workers whose thread runs (for cleanup of a half-built runtime) */
 
-    atomic_long queued;  /* tasks pushed and not yet popped: the parking check */
     atomic_long jobs;    /* jobs submitted and not yet finished: the shutdown check */
     atomic_int sleepers; /* workers parked or about to park */
-    atomic_int spinners; /* workers polling `queued` before parking (advisory) */
+    atomic_int spinners; /* workers polling the queues before parking (advisory) */
     atomic_bool closing; /* shutdown began: no new actors, jobs or timers */
     atomic_bool exiting; /* workers leave once their queues are empty */
     pthread_mutex_t park_mu;

@@ -1,14 +1,17 @@
 /* runtime.c — the worker pool: per-worker run queues, stealing, parking, one-off jobs, shutdown.
- * Owns: the worker threads and their queues; the `queued` and `jobs` counters; the park mutex.
+ * Owns: the worker threads and their queues (each with its `queued` count), the `jobs` count,
+ * the park mutex.
  * Does not own: actors and their mailboxes (actor.c), timers (timer.c).
  * Threads: act_runq_schedule and act_runtime_submit from any thread; worker_main on the workers;
  * act_runtime_new/shutdown/free from a thread that is not a worker.
  * Ordering: a task pushed happens-before it runs (exchange/release on push, acquire on pop). A
- * worker parks only after announcing itself in `sleepers` and re-checking `queued`, and a pusher
- * bumps `queued` before reading `sleepers` (both seq_cst): one of the two always sees the other,
+ * worker parks only after announcing itself in `sleepers` and re-checking every queue's `queued`,
+ * and a pusher bumps its queue's `queued` before reading `sleepers` (all seq_cst): one of the two
+ * always sees the other. The counts live on each queue's own cache line, next to the head the
+ * pusher exchanges anyway, so there is no counter every thread fights over;
  * so no wake-up is lost.
  * Shutdown: once no actor is live and no job pending, workers are told to exit; a worker exits
- * only when it finds `queued` at 0 while parking, so tasks still queued (the last turns of
+ * only when it finds every `queued` at 0 while parking, so tasks still queued (the last turns of
  * stopped actors) run first. Nothing else is counted on the hot path. */
 #include "actors/internal.h"
 
@@ -46,6 +49,7 @@ static void runq_init(struct act_runq *q)
     atomic_store_explicit(&q->head, &q->stub, memory_order_relaxed);
     q->tail = &q->stub;
     atomic_store_explicit(&q->locked, false, memory_order_relaxed);
+    atomic_store_explicit(&q->queued, 0, memory_order_relaxed);
 }
 
 static void runq_push(struct act_runq *q, struct act_task *t)
@@ -93,7 +97,9 @@ static struct act_task *runq_pop(struct act_runq *q)
     return NULL;
 }
 
-static struct act_task *runq_trypop(struct act_runq *q)
+/* Pops under the try-lock and counts the task out of q->queued. *more is set when the queue
+ * still had others (the caller then makes sure another worker looks). */
+static struct act_task *runq_trypop(struct act_runq *q, bool *more)
 {
     struct act_task *t;
 
@@ -105,19 +111,33 @@ static struct act_task *runq_trypop(struct act_runq *q)
         return NULL;
     t = runq_pop(q);
     atomic_store_explicit(&q->locked, false, memory_order_release);
+    /* seq_cst: keeps the counts in one order with the pushers' increments (see park). */
+    if (t)
+        *more = atomic_fetch_sub_explicit(&q->queued, 1, memory_order_seq_cst) > 1;
     return t;
 }
 
 /* Own queue first, then steal from the others in order. */
-static struct act_task *find_task(struct act_worker *w)
+static struct act_task *find_task(struct act_worker *w, bool *more)
 {
     struct act_runtime *rt = w->rt;
-    struct act_task *t = runq_trypop(&w->q);
+    struct act_task *t = runq_trypop(&w->q, more);
     unsigned i;
 
     for (i = 1; !t && i < rt->nworkers; i++)
-        t = runq_trypop(&rt->workers[(w->index + i) % rt->nworkers].q);
+        t = runq_trypop(&rt->workers[(w->index + i) % rt->nworkers].q, more);
     return t;
+}
+
+/* Tasks pushed and not yet popped, over all queues (a snapshot). */
+static long total_queued(struct act_runtime *rt, memory_order order)
+{
+    long n = 0;
+    unsigned i;
+
+    for (i = 0; i < rt->nworkers; i++)
+        n += atomic_load_explicit(&rt->workers[i].q.queued, order);
+    return n;
 }
 
 /* Called after a job ran (or a submit was refused): the last one out wakes a shutdown waiting
@@ -160,8 +180,8 @@ void act_runq_schedule(struct act_runtime *rt, struct act_task *task)
         i = tls_rr++ % rt->nworkers;
     runq_push(&rt->workers[i].q, task);
     /* seq_cst: Dekker with park(): this increment is ordered before our load of `sleepers`,
-     * and a parking worker's increment of `sleepers` before its load of `queued`. */
-    atomic_fetch_add_explicit(&rt->queued, 1, memory_order_seq_cst);
+     * and a parking worker's increment of `sleepers` before its loads of the counts. */
+    atomic_fetch_add_explicit(&rt->workers[i].q.queued, 1, memory_order_seq_cst);
     maybe_wake(rt);
 }
 
@@ -173,7 +193,7 @@ static bool park(struct act_runtime *rt)
     pthread_mutex_lock(&rt->park_mu);
     atomic_fetch_add_explicit(&rt->sleepers, 1, memory_order_seq_cst);
     for (;;) {
-        if (atomic_load_explicit(&rt->queued, memory_order_seq_cst) > 0)
+        if (total_queued(rt, memory_order_seq_cst) > 0)
             break;
         /* acquire: pairs with the release store in shutdown (made under park_mu anyway). */
         if (atomic_load_explicit(&rt->exiting, memory_order_acquire)) {
@@ -192,21 +212,22 @@ static void *worker_main(void *arg)
     struct act_worker *w = arg;
     struct act_runtime *rt = w->rt;
     struct act_task *t;
+    bool more = false;
     int i;
 
     tls_worker = w;
     for (;;) {
-        t = find_task(w);
+        t = find_task(w, &more);
         if (t) {
             /* More queued than this one: make sure someone else looks (see maybe_wake). */
-            if (atomic_fetch_sub_explicit(&rt->queued, 1, memory_order_seq_cst) > 1)
+            if (more)
                 maybe_wake(rt);
             t->run(t); /* may free t */
             continue;
         }
         atomic_fetch_add_explicit(&rt->spinners, 1, memory_order_relaxed);
         for (i = 0; i < SPIN_POLLS; i++) {
-            if (atomic_load_explicit(&rt->queued, memory_order_relaxed) > 0)
+            if (total_queued(rt, memory_order_relaxed) > 0)
                 break;
             cpu_relax();
         }

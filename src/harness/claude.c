@@ -9,8 +9,8 @@
  * session-log metadata (`_meta`/`_prompt` truthy, `_sessionEnd`), TodoWrite's tool_result (its
  * call became a `plan`), and the block types the reference skips (redacted_thinking, document,
  * search_result, *_delta, container_upload). Everything else not understood is `unknown`.
- * Deliberate differences from the reference: orphan or repeated tool results still produce a
- * tool_call_update (default formatting); synthetic API-error assistant lines (`error` set)
+ * Deliberate differences from the reference: orphan or repeated tool results are `unknown`
+ * (the reference drops them); synthetic API-error assistant lines (`error` set)
  * become `error` updates instead of message text; `result` gives a run `usage` and, when
  * is_error, a fatal `error`; every assistant line gives a call `usage`.
  * Threads: a parser instance is used by one thread at a time. */
@@ -107,12 +107,12 @@ static int image_event(struct conv *c, int block)
     json_t *img = hns_put(json_object(), "type", json_string_nocheck("image"));
 
     if (hns_jstreq(d, st, "base64")) {
-        img = hns_put_opt(img, "data", hns_jjson(d, hns_jget(d, src, "data")));
-        img = hns_put_opt(img, "mimeType", hns_jjson(d, hns_jget(d, src, "media_type")));
+        img = hns_put_tok(img, "data", d, hns_jget(d, src, "data"));
+        img = hns_put_tok(img, "mimeType", d, hns_jget(d, src, "media_type"));
     } else {
         img = hns_put(hns_put(img, "data", json_string("")), "mimeType", json_string(""));
         if (hns_jstreq(d, st, "url"))
-            img = hns_put_opt(img, "uri", hns_jjson(d, hns_jget(d, src, "url")));
+            img = hns_put_tok(img, "uri", d, hns_jget(d, src, "url"));
     }
     return hns_line_emit(c->l, hns_put(hns_upd("agent_message_chunk"), "content", img));
 }
@@ -129,7 +129,7 @@ static int plan_event(struct conv *c, int todos)
 
         if (hns_jtype(d, t) != HNS_J_OBJECT)
             continue; /* the reference throws on a null todo */
-        e = hns_put_opt(json_object(), "content", hns_jjson(d, hns_jget(d, t, "content")));
+        e = hns_put_tok(json_object(), "content", d, hns_jget(d, t, "content"));
         e = hns_put(e, "status", hns_jtruthy(d, st) ? hns_jjson(d, st) : json_string("pending"));
         e = hns_put(e, "priority", json_string_nocheck("medium"));
         if (json_array_append_new(entries, e) < 0) {
@@ -186,9 +186,17 @@ static int tool_result(struct conv *c, int block)
         return core_error_oom();
     known = hns_smap_take(&c->st->tools, idb.p, idb.len, name, sizeof(name));
     hns_buf_free(&idb);
-    if (known && !strcmp(name, "TodoWrite"))
+    if (!known) {
+        /* The reference drops a result whose call this run has not seen (or has already
+         * answered); we keep the line as `unknown`. */
+        if (!c->bad)
+            c->bad =
+                "claude: tool result for a tool_use not seen (or already answered) in this run";
         return 0;
-    up = hns_claude_tool_result(d, block, known ? name : NULL);
+    }
+    if (!strcmp(name, "TodoWrite"))
+        return 0;
+    up = hns_claude_tool_result(d, block, name);
     if (up && c->raw_output >= 0)
         up = hns_put(up, "rawOutput", hns_jjson(d, c->raw_output));
     return hns_line_emit(c->l, up);

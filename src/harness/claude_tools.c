@@ -336,10 +336,10 @@ json_t *hns_claude_tool_call(struct hns_jdoc *d, int block, const char *name)
     }
     if (!content)
         content = json_array();
-    up = hns_put_opt(hns_upd("tool_call"), "toolCallId", hns_jjson(d, hns_jget(d, block, "id")));
+    up = hns_put_tok(hns_upd("tool_call"), "toolCallId", d, hns_jget(d, block, "id"));
     up = hns_put(up, "status", json_string_nocheck("pending"));
     up = hns_put(up, "title", hns_buf_json(&b));
-    up = hns_put_opt(up, "toolName", hns_jjson(d, hns_jget(d, block, "name")));
+    up = hns_put_tok(up, "toolName", d, hns_jget(d, block, "name"));
     up = hns_put(up, "kind", json_string_nocheck(kind_of(name)));
     up = hns_put(up, "content", content);
     up = hns_put_opt(up, "locations", locations);
@@ -366,8 +366,8 @@ static json_t *result_item(struct hns_jdoc *d, int item, bool is_error, bool rea
             hns_buf_free(&b);
             return hns_put(hns_put(json_object(), "type", json_string_nocheck("text")), "text", t);
         }
-        return hns_put_opt(hns_put(json_object(), "type", json_string_nocheck("text")), "text",
-                           hns_jjson(d, v));
+        return hns_put_tok(hns_put(json_object(), "type", json_string_nocheck("text")), "text", d,
+                           v);
     }
     if (hns_jstreq(d, type, "image")) {
         json_t *o = hns_put(json_object(), "type", json_string_nocheck("image"));
@@ -384,7 +384,7 @@ static json_t *result_item(struct hns_jdoc *d, int item, bool is_error, bool rea
         }
         if (hns_jstreq(d, hns_jget(d, src, "type"), "url")) {
             o = hns_put(hns_put(o, "data", json_string("")), "mimeType", json_string(""));
-            return hns_put_opt(o, "uri", hns_jjson(d, hns_jget(d, src, "url")));
+            return hns_put_tok(o, "uri", d, hns_jget(d, src, "url"));
         }
         json_decref(o);
     }
@@ -400,8 +400,8 @@ json_t *hns_claude_tool_result(struct hns_jdoc *d, int block, const char *name)
     size_t n;
     const char *s;
 
-    up = hns_put_opt(hns_upd("tool_call_update"), "toolCallId",
-                     hns_jjson(d, hns_jget(d, block, "tool_use_id")));
+    up = hns_put_tok(hns_upd("tool_call_update"), "toolCallId", d,
+                     hns_jget(d, block, "tool_use_id"));
     up = hns_put(up, "status", json_string_nocheck(is_error ? "failed" : "completed"));
     if (name && !strcmp(name, "ExitPlanMode"))
         return hns_put(up, "title", json_string_nocheck("Exited Plan Mode"));

@@ -93,8 +93,7 @@ static json_t *plan_update(struct hns_jdoc *d, int item)
 static json_t *tool_call(struct hns_jdoc *d, int item, const char *status, json_t *title,
                          const char *kind, const char *tool_name)
 {
-    json_t *up =
-        hns_put_opt(hns_upd("tool_call"), "toolCallId", hns_jjson(d, hns_jget(d, item, "id")));
+    json_t *up = hns_put_tok(hns_upd("tool_call"), "toolCallId", d, hns_jget(d, item, "id"));
 
     up = hns_put(up, "title", title);
     up = hns_put(up, "toolName", json_string_nocheck(tool_name));
@@ -140,7 +139,7 @@ static json_t *item_started(struct hns_jdoc *d, int item, int type)
 
         if (hns_jtype(d, tool) == HNS_J_STRING)
             up = hns_put(up, "toolName", hns_jjson(d, tool));
-        up = hns_put_opt(up, "rawInput", hns_jjson(d, hns_jget(d, item, "arguments")));
+        up = hns_put_tok(up, "rawInput", d, hns_jget(d, item, "arguments"));
         return hns_put(up, "content", json_array());
     }
     if (hns_jstreq(d, type, "command_execution")) {
@@ -197,7 +196,7 @@ static json_t *mcp_content(struct hns_jdoc *d, int item)
                 block = hns_put(block, "mimeType",
                                 mime >= 0 && hns_jtype(d, mime) != HNS_J_NULL ? hns_jjson(d, mime)
                                                                               : json_string(""));
-                block = hns_put_opt(block, "uri", hns_jjson(d, hns_jget(d, e, "uri")));
+                block = hns_put_tok(block, "uri", d, hns_jget(d, e, "uri"));
             } else if (hns_jtype(d, e) == HNS_J_NULL) {
                 continue;
             } else {
@@ -235,11 +234,11 @@ static json_t *file_change(struct hns_jdoc *d, int item)
             first = e;
         count++;
         df = hns_put(json_object(), "type", json_string_nocheck("diff"));
-        df = hns_put_opt(df, "path", hns_jjson(d, path));
+        df = hns_put_tok(df, "path", d, path);
         df = hns_put(df, "oldText",
                      hns_jstreq(d, hns_jget(d, e, "kind"), "add") ? json_null() : json_string(""));
         df = hns_put(df, "newText", json_string(""));
-        loc = hns_put_opt(json_object(), "path", hns_jjson(d, path));
+        loc = hns_put_tok(json_object(), "path", d, path);
         if (json_array_append_new(content, df) < 0 || json_array_append_new(locs, loc) < 0) {
             json_decref(content);
             content = NULL;
@@ -258,7 +257,8 @@ static json_t *file_change(struct hns_jdoc *d, int item)
     hns_buf_free(&b);
     up = hns_put(up, "content", content);
     up = hns_put(up, "locations", locs);
-    return hns_put_opt(up, "rawInput", hns_jjson(d, changes));
+    return changes < 0 ? up
+                       : hns_put(up, "rawInput", hns_put_tok(json_object(), "changes", d, changes));
 }
 
 static json_t *error_message(struct hns_jdoc *d, int msg, int whole)
@@ -326,8 +326,7 @@ static int item_completed(struct hns_line *l, int item, int type)
         bool failed = hns_jstreq(d, hns_jget(d, item, "status"), "failed") ||
                       hns_jtruthy(d, hns_jget(d, item, "error"));
 
-        up = hns_put_opt(hns_upd("tool_call_update"), "toolCallId",
-                         hns_jjson(d, hns_jget(d, item, "id")));
+        up = hns_put_tok(hns_upd("tool_call_update"), "toolCallId", d, hns_jget(d, item, "id"));
         up = hns_put(up, "status", json_string_nocheck(failed ? "failed" : "completed"));
         up = hns_put(up, "content", mcp_content(d, item));
         return hns_line_emit(l, hns_put(up, "rawOutput", hns_jjson(d, item)));
@@ -344,8 +343,7 @@ static int item_completed(struct hns_line *l, int item, int type)
             json_decref(content);
             content = NULL;
         }
-        up = hns_put_opt(hns_upd("tool_call_update"), "toolCallId",
-                         hns_jjson(d, hns_jget(d, item, "id")));
+        up = hns_put_tok(hns_upd("tool_call_update"), "toolCallId", d, hns_jget(d, item, "id"));
         up = hns_put(up, "status", json_string_nocheck(ok ? "completed" : "failed"));
         up = hns_put(up, "content", content);
         return hns_line_emit(l, hns_put(up, "rawOutput", hns_jjson(d, item)));

@@ -244,9 +244,9 @@ static json_t *tool_use(struct hns_jdoc *d)
 #undef P
     if (!locs)
         locs = json_array();
-    up = hns_put_opt(hns_upd("tool_call"), "toolCallId", hns_jjson(d, hns_jget(d, 0, "tool_id")));
+    up = hns_put_tok(hns_upd("tool_call"), "toolCallId", d, hns_jget(d, 0, "tool_id"));
     up = titled ? hns_put(up, "title", hns_buf_json(&b)) : up;
-    up = hns_put_opt(up, "toolName", hns_jjson(d, name));
+    up = hns_put_tok(up, "toolName", d, name);
     up = hns_put(up, "kind", json_string_nocheck(kind_of(d, name)));
     up = hns_put(up, "status", json_string_nocheck("pending"));
     up = hns_put(up, "rawInput", p >= 0 ? hns_jjson(d, p) : json_object());
@@ -285,8 +285,7 @@ static json_t *tool_result(struct hns_jdoc *d)
         json_decref(raw);
         raw = NULL;
     }
-    up = hns_put_opt(hns_upd("tool_call_update"), "toolCallId",
-                     hns_jjson(d, hns_jget(d, 0, "tool_id")));
+    up = hns_put_tok(hns_upd("tool_call_update"), "toolCallId", d, hns_jget(d, 0, "tool_id"));
     up = hns_put(up, "status", json_string_nocheck(ok ? "completed" : "failed"));
     up = hns_put(up, "content", content);
     return hns_put(up, "rawOutput", raw);
@@ -390,9 +389,8 @@ static int parse_line(struct hns_parser *p, const char *line, size_t len)
             rc = hns_line_unknown(&l, "gemini: message of an unknown role");
         else if (!hns_jtruthy(d, content))
             rc = 0; /* an empty delta */
-        else if (hns_jtype(d, content) != HNS_J_STRING)
-            rc = hns_line_unknown(&l, "gemini: message content is not a string");
         else {
+            /* a non-string content is passed through as the reference does */
             if ((v = hns_jget(d, 0, "delta")) >= 0)
                 rc = hns_line_extra(&l, "delta", hns_jjson(d, v));
             text = hns_put(hns_put(json_object(), "type", json_string_nocheck("text")), "text",

@@ -62,10 +62,16 @@ int hns_line_emit(struct hns_line *l, json_t *update)
         json_decref(update);
         return core_error_oom();
     }
+    /* Keys in the order of DESIGN §4: sessionId, update, then the rest. Until `update` is
+     * inside ev it must be released separately. */
     if (put_tok(l, ev, "sessionId", l->session_id) < 0 ||
         (l->session_id < 0 && l->session_text &&
-         json_object_set_new_nocheck(ev, "sessionId", json_string_nocheck(l->session_text)) < 0) ||
-        json_object_set_new_nocheck(ev, "update", update) < 0 ||
+         json_object_set_new_nocheck(ev, "sessionId", json_string_nocheck(l->session_text)) < 0)) {
+        json_decref(update);
+        json_decref(ev);
+        return core_error_oom();
+    }
+    if (json_object_set_new_nocheck(ev, "update", update) < 0 ||
         put_tok(l, ev, "timestamp", l->timestamp) < 0 || put_tok(l, ev, "model", l->model) < 0 ||
         (l->model < 0 && l->model_text &&
          json_object_set_new_nocheck(ev, "model", json_string_nocheck(l->model_text)) < 0) ||
@@ -154,6 +160,11 @@ json_t *hns_put(json_t *o, const char *key, json_t *v)
         return NULL;
     }
     return o;
+}
+
+json_t *hns_put_tok(json_t *o, const char *key, struct hns_jdoc *d, int tok)
+{
+    return tok < 0 ? o : hns_put(o, key, hns_jjson(d, tok));
 }
 
 json_t *hns_put_opt(json_t *o, const char *key, json_t *v)

@@ -49,6 +49,9 @@ json_t *hns_text(const char *s, size_t n);
 json_t *hns_content(json_t *block);
 /* Sets o[key] = v (stolen); returns o, or NULL (and frees o) when v is NULL or on OOM. */
 json_t *hns_put(json_t *o, const char *key, json_t *v);
+/* Sets o[key] = the JSON of token `tok` when tok >= 0 (absent stays absent); returns o, or NULL
+ * (o freed) on OOM. */
+json_t *hns_put_tok(json_t *o, const char *key, struct hns_jdoc *d, int tok);
 /* Sets o[key] = v (stolen) only when v is not NULL; returns o. */
 json_t *hns_put_opt(json_t *o, const char *key, json_t *v);
 

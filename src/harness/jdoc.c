@@ -3,6 +3,8 @@
  * Threads: a document belongs to the one thread parsing with it (a sandbox actor's parser). */
 #include "harness/jdoc.h"
 
+#include <locale.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -528,6 +530,22 @@ bool hns_jstreq(struct hns_jdoc *d, int i, const char *lit)
     return s && l == n && !memcmp(s, lit, n);
 }
 
+/* strtod follows LC_NUMERIC, which an embedding program may have changed: JSON numbers are
+ * always read in the C locale. */
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void make_c_locale(void)
+{
+    c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
+static double c_strtod(const char *s)
+{
+    pthread_once(&c_locale_once, make_c_locale);
+    return c_locale ? strtod_l(s, NULL, c_locale) : strtod(s, NULL);
+}
+
 bool hns_jnum(const struct hns_jdoc *d, int i, double *out)
 {
     char buf[64], *heap = NULL, *p = buf;
@@ -545,7 +563,7 @@ bool hns_jnum(const struct hns_jdoc *d, int i, double *out)
     }
     memcpy(p, d->src + d->t[i].start, n);
     p[n] = '\0';
-    *out = strtod(p, NULL);
+    *out = c_strtod(p);
     free(heap);
     return true;
 }

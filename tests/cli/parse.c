@@ -155,3 +155,28 @@ Test(cli_parse, io_errors_name_the_file_and_fail)
     free(err);
     ts_rmtree(dir);
 }
+
+Test(cli_parse, every_recorded_trace_parses_without_unknown)
+{
+    static const char *const traces[] = {
+        "claude-hello", "claude-tool",  "claude-error", "codex-hello",  "codex-tool",
+        "codex-error",  "gemini-hello", "gemini-tool",  "gemini-error", NULL};
+    const char *const *t;
+    char dir[512];
+
+    ts_mkdtemp(dir, sizeof(dir), "cli-parse");
+    for (t = traces; *t; t++) {
+        char trace[1024], rel[256], agent[16], *out, *err;
+        char *argv[] = {"evolve", "parse", "--agent", agent, trace, NULL};
+
+        snprintf(rel, sizeof(rel), "traces/%s.stdout.jsonl", *t);
+        snprintf(agent, sizeof(agent), "%.*s", (int)strcspn(*t, "-"), *t);
+        ts_data_path(trace, sizeof(trace), rel);
+        cr_assert_eq(run_cli(dir, NULL, argv, &out, &err), 0, "%s: %s", *t, err);
+        cr_assert_gt(count_json_lines(out, NULL), 0, "%s: events", *t);
+        cr_assert_eq(count_json_lines(out, "\"sessionUpdate\":\"unknown\""), 0, "%s", *t);
+        free(out);
+        free(err);
+    }
+    ts_rmtree(dir);
+}

@@ -1,6 +1,7 @@
 /* The actor runtime under load: mailbox order and completeness, no actor running on two workers
  * at once, stop semantics, jobs, and shutdown while busy. Runs under ASan and TSan; under TSan
- * the big counts are scaled down (EVOLVE_TSAN) because TSan slows atomics ~20x. */
+ * the big counts are scaled down (EVOLVE_TSAN): 8 x 1,000,000 there took 16 s and 2.1 GB of
+ * shadow memory on the shared 2-core machine, so it runs 8 x 100,000. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -11,9 +11,6 @@
 #include "harness/autohand.h"
 #include "harness/harness.h"
 
-/* a strong reference links autohand.o out of libevolve.a (registry.c's references are weak) */
-extern const struct hns_agent hns_agent_autohand;
-const struct hns_agent *const fuzz_autohand_linked = &hns_agent_autohand;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

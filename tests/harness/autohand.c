@@ -11,10 +11,6 @@
 #include "harness/harness.h"
 #include "support/vectors.h"
 
-/* registry.c only declares descriptors weakly, and a weak reference does not pull an object out
- * of libevolve.a: this strong reference links autohand.o into the test (see the report). */
-extern const struct hns_agent hns_agent_autohand;
-const struct hns_agent *const hns_autohand_linked = &hns_agent_autohand;
 
 TestSuite(hns_autohand, .timeout = 20);
 

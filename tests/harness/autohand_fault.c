@@ -9,8 +9,6 @@
 #include "evolve/evolve.h"
 #include "harness/harness.h"
 
-extern const struct hns_agent hns_agent_autohand;
-const struct hns_agent *const hns_autohand_fault_linked = &hns_agent_autohand;
 
 TestSuite(hns_autohand_fault, .timeout = 60);
 

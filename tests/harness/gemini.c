@@ -150,3 +150,29 @@ Test(hns_gemini, command_line_prompt_is_one_unescaped_argument)
     cr_assert(has_arg_pair(&cmd, "--resume", "latest"));
     hns_command_dispose(&cmd);
 }
+
+Test(hns_gemini, message_edge_cases_follow_the_reference)
+{
+    static const char *const lines[] = {
+        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"\",\"delta\":true}",
+        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":5}",
+        "{\"type\":\"message\",\"role\":\"user\",\"content\":\"again\"}",
+        "{\"type\":\"tool_result\",\"tool_id\":\"x\",\"error\":{\"message\":\"boom\"}}", NULL};
+    json_t *ev = hvec_run_lines("gemini", lines), *e, *up;
+
+    cr_assert_eq(json_array_size(ev), 3, "an empty delta produces nothing");
+    cr_assert_eq(hvec_count(ev, "agent_message_chunk", &e), 1);
+    cr_assert_eq(json_integer_value(json_object_get(
+                     json_object_get(json_object_get(e, "update"), "content"), "text")),
+                 5, "a non-string content is passed through, as the reference does");
+    cr_assert_eq(hvec_count(ev, "user_message_chunk", NULL), 1);
+    cr_assert_eq(hvec_count(ev, "tool_call_update", &e), 1);
+    up = json_object_get(e, "update");
+    cr_assert_str_eq(json_string_value(json_object_get(up, "status")), "failed",
+                     "a result without status failed");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(up, "content"), 0), "content"), "text")),
+        "```\nboom\n```");
+    json_decref(ev);
+}
