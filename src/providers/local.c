@@ -534,6 +534,9 @@ int prov_local_create(struct prov_local_box **out, struct prov_local *pl,
     *out = NULL;
     if (spec && (spec->version == 0 || spec->version > PROV_CREATE_SPEC_VERSION))
         return core_error_set(EVOLVE_EINVAL, "prov_create_spec: version %u unknown", spec->version);
+    if (spec && spec->no_network && pl->iso != PROV_ISO_BWRAP)
+        return core_error_set(EVOLVE_EUNSUPPORTED, "local provider: cutting the network needs "
+                                                   "bubblewrap (isolation is \"none\" here)");
     for (tries = 0;; tries++) {
         char dir[4096];
 

@@ -52,6 +52,10 @@ struct prov_local_box;
 int prov_local_open(struct prov_local **out, const struct prov_local_opts *opts);
 void prov_local_close(struct prov_local *pl);
 
+/* True when bubblewrap works here (probed once per process, running `bwrap --unshare-pid ...
+ * true`); `*path_out` (may be NULL) gets its path. */
+bool prov_local_bwrap_works(const char **path_out);
+
 /* "bwrap" or "none": the isolation this provider's sandboxes get. */
 const char *prov_local_mode(const struct prov_local *pl);
 /* $EVOLVE_HOME/sandboxes, the directory holding the sandboxes. Borrowed. */

@@ -43,8 +43,6 @@ int prov_local_daemon_exec(struct prov_proc **out, struct prov_local_box *b,
                            const struct prov_exec_spec *spec);
 int prov_local_daemon_signal(struct prov_local_box *b, uint32_t proc_id, int signo);
 int prov_local_daemon_pause(struct prov_local_box *b, bool pause);
-/* True when bubblewrap works here (probed once per process); `*path_out` gets its path. */
-bool prov_local_bwrap_works(const char **path_out);
 
 /* local.c helpers shared with local_daemon.c */
 /* Start time of `pid` (field 22 of /proc/<pid>/stat), or -1 when it is gone or a zombie. */

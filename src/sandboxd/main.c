@@ -473,7 +473,7 @@ int main(int argc, char **argv)
     sigaddset(&handled, SIGINT);
     sigaddset(&handled, SIGHUP);
     sigprocmask(SIG_BLOCK, &handled, NULL);
-    sfd = signalfd(-1, &handled, SFD_CLOEXEC);
+    sfd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) {
         perror("evolve-sandboxd: signalfd");
         return 1;
