@@ -289,7 +289,7 @@ static void log_tail(const struct prov_local_box *b, char *out, size_t size)
     while (n > 0 && buf[n - 1] == '\n')
         buf[--n] = '\0';
     nl = strrchr(buf, '\n');
-    snprintf(out, size, "%s", nl ? nl + 1 : buf);
+    snprintf(out, size, "%.250s", nl ? nl + 1 : buf);
 }
 
 /* Receives one reply, waiting at most `timeout_ms` (-1: forever) for its first byte. */

@@ -143,6 +143,8 @@ static void cgroup_kill_all(void)
 
     if (!cgroup_dir)
         return;
+    if (read_small(cgroup_dir, "cgroup.procs", buf, sizeof(buf)) == 0)
+        return; /* empty: nothing escaped its group; skip the freeze/thaw round */
     freezer_set("FROZEN");
     if (read_small(cgroup_dir, "cgroup.procs", buf, sizeof(buf)) > 0) {
         for (p = buf; *p; p = end) {
@@ -465,6 +467,13 @@ int main(int argc, char **argv)
     }
     /* Dies with the thread that started it; the control socket's EOF covers everything else. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Whatever else the library process had open (non-CLOEXEC pipes of other modules) must not
+     * reach commands: a stray write end would keep some reader from ever seeing EOF. */
+    if (ctl_fd != 3 && dup2(ctl_fd, 3) == 3) {
+        close(ctl_fd);
+        ctl_fd = 3;
+    }
+    close_range(4, ~0u, 0);
     fcntl(ctl_fd, F_SETFD, FD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&handled);
