@@ -14,6 +14,7 @@
 #include <ftw.h>
 #include <stdarg.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -92,6 +93,24 @@ static bool pid_is(long pid, long long start)
     return now >= 0 && now == start;
 }
 
+/* Ends a daemon that outlived its owner: SIGTERM first, so a plain daemon kills its commands
+ * itself (without a cgroup nothing else can find them), SIGKILL after 2 s. */
+static void stop_stale(long pid, long long start)
+{
+    int i;
+
+    if (!pid_is(pid, start))
+        return;
+    kill((pid_t)pid, SIGTERM);
+    for (i = 0; i < 1000 && pid_is(pid, start); i++) {
+        struct timespec step = {0, 2000000};
+
+        nanosleep(&step, NULL); /* not our child: no pidfd wait without racing pid reuse */
+    }
+    if (pid_is(pid, start))
+        kill((pid_t)pid, SIGKILL);
+}
+
 static long long wall_ms(void)
 {
     struct timespec ts;
@@ -122,7 +141,57 @@ static int remove_tree(const char *dir)
     return 0;
 }
 
-void prov_local_cgroup_destroy(const char *cgroup)
+static pthread_mutex_t stale_mu = PTHREAD_MUTEX_INITIALIZER; /* guards <root>/.stale-cgroups */
+
+/* Remembers a cgroup that could not be removed yet (its killed tasks are zombies of a parent
+ * that has not reaped them), so the next prov_local_reap_orphans retries it. */
+static void remember_stale(struct prov_local *pl, const char *cgroup)
+{
+    char path[4096], line[4200];
+    int fd, n;
+
+    snprintf(path, sizeof(path), "%s/.stale-cgroups", pl->root);
+    n = snprintf(line, sizeof(line), "%s\n", cgroup);
+    pthread_mutex_lock(&stale_mu);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        if (write(fd, line, (size_t)n) < 0) {
+            /* best effort: the cgroup is only an empty directory in cgroupfs */
+        }
+        close(fd);
+    }
+    pthread_mutex_unlock(&stale_mu);
+}
+
+/* Retries the cgroups remembered by remember_stale; keeps those still busy. */
+static void retry_stale(struct prov_local *pl)
+{
+    char path[4096], tmp[4112], line[4200], prefix[4096];
+    FILE *in, *out;
+
+    if (!pl->freezer_root)
+        return;
+    snprintf(path, sizeof(path), "%s/.stale-cgroups", pl->root);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    snprintf(prefix, sizeof(prefix), "%s/evolve/local-", pl->freezer_root);
+    pthread_mutex_lock(&stale_mu);
+    in = fopen(path, "r");
+    out = in ? fopen(tmp, "w") : NULL;
+    while (in && out && fgets(line, sizeof(line), in)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, prefix, strlen(prefix)) || strstr(line, ".."))
+            continue; /* not one of ours: drop it */
+        if (rmdir(line) < 0 && errno != ENOENT)
+            fprintf(out, "%s\n", line);
+    }
+    if (in)
+        fclose(in);
+    if (out && fclose(out) == 0)
+        rename(tmp, path);
+    pthread_mutex_unlock(&stale_mu);
+}
+
+void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup)
 {
     char path[4096], buf[65536];
     struct timespec step = {0, 2000000};
@@ -176,7 +245,9 @@ void prov_local_cgroup_destroy(const char *cgroup)
         }
         nanosleep(&step, NULL); /* the kernel empties the cgroup asynchronously; no event */
     }
-    core_log_warn("freezer cgroup %s could not be removed: %s", cgroup, strerror(errno));
+    core_log_info("freezer cgroup %s not removable yet (%s); retried at the next reap", cgroup,
+                  strerror(errno));
+    remember_stale(pl, cgroup);
 }
 
 static int write_meta(const struct prov_local_box *b, bool detached)
@@ -509,7 +580,7 @@ static int box_start(struct prov_local_box *b)
         rc = write_meta(b, false);
     if (rc < 0) {
         prov_local_daemon_stop(b);
-        prov_local_cgroup_destroy(b->cgroup);
+        prov_local_cgroup_destroy(b->pl, b->cgroup);
     }
     return rc;
 }
@@ -601,10 +672,9 @@ int prov_local_connect(struct prov_local_box **out, struct prov_local *pl, const
         return core_error_set(EVOLVE_EBUSY, "sandbox %s is in use by process %ld%s", id,
                               m.owner_pid, m.owner_pid == (long)getpid() ? " (this one)" : "");
     /* A daemon that outlived its owner cannot be talked to (its socket died with the owner). */
-    if (pid_is(m.daemon_pid, m.daemon_start))
-        kill((pid_t)m.daemon_pid, SIGKILL);
+    stop_stale(m.daemon_pid, m.daemon_start);
     if (m.cgroup[0])
-        prov_local_cgroup_destroy(m.cgroup);
+        prov_local_cgroup_destroy(pl, m.cgroup);
     rc = box_alloc(&b, pl, id, spec, m.network == 0);
     if (rc < 0)
         return rc;
@@ -682,7 +752,7 @@ int prov_local_kill(struct prov_local_box *b)
     }
     b->killed = true;
     prov_local_daemon_stop(b);
-    prov_local_cgroup_destroy(b->cgroup);
+    prov_local_cgroup_destroy(b->pl, b->cgroup);
     rc = remove_tree(b->dir);
     pthread_mutex_unlock(&b->mu);
     return rc;
@@ -694,7 +764,7 @@ void prov_local_box_free(struct prov_local_box *b)
         return;
     if (!b->killed) {
         prov_local_daemon_stop(b);
-        prov_local_cgroup_destroy(b->cgroup);
+        prov_local_cgroup_destroy(b->pl, b->cgroup);
         write_meta(b, true); /* detached: kept for connect, skipped by the reaper */
     }
     box_release(b);
@@ -802,29 +872,35 @@ int prov_local_list(struct prov_list **out, struct prov_local *pl)
     return 0;
 }
 
+struct reap {
+    struct prov_local *pl;
+    size_t count;
+};
+
 static int reap_one(void *arg, const char *id, const char *dir, const struct meta *m)
 {
-    size_t *count = arg;
+    struct reap *r = arg;
 
     if (m->owner_pid == 0 || pid_is(m->owner_pid, m->owner_start))
         return 0; /* detached on purpose, or its owner lives */
     core_log_info("reaping sandbox %s (owner %ld died)", id, m->owner_pid);
     /* The daemon normally died with its owner (PDEATHSIG, socket EOF); make sure. */
-    if (pid_is(m->daemon_pid, m->daemon_start))
-        kill((pid_t)m->daemon_pid, SIGKILL);
+    stop_stale(m->daemon_pid, m->daemon_start);
     if (m->cgroup[0])
-        prov_local_cgroup_destroy(m->cgroup);
+        prov_local_cgroup_destroy(r->pl, m->cgroup);
     if (remove_tree(dir) == 0)
-        (*count)++;
+        r->count++;
     return 0;
 }
 
 int prov_local_reap_orphans(struct prov_local *pl, size_t *reaped_out)
 {
-    size_t count = 0;
-    int rc = scan(pl, reap_one, &count);
+    struct reap r = {pl, 0};
+    int rc;
 
+    retry_stale(pl);
+    rc = scan(pl, reap_one, &r);
     if (reaped_out)
-        *reaped_out = count;
+        *reaped_out = r.count;
     return rc;
 }

@@ -47,7 +47,8 @@ int prov_local_daemon_pause(struct prov_local_box *b, bool pause);
 /* local.c helpers shared with local_daemon.c */
 /* Start time of `pid` (field 22 of /proc/<pid>/stat), or -1 when it is gone or a zombie. */
 long long prov_local_pid_start(pid_t pid);
-/* SIGKILLs every task of a freezer cgroup and removes it (waits up to 2 s for it to empty). */
-void prov_local_cgroup_destroy(const char *cgroup);
+/* SIGKILLs every task of a freezer cgroup and removes it (waits up to 2 s for it to empty;
+ * one still busy then is remembered and retried by the next prov_local_reap_orphans). */
+void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup);
 
 #endif

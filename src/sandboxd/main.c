@@ -11,6 +11,7 @@
  * libc only, on purpose: it starts in ~1 ms and is bound read-only into the sandbox. */
 #include "providers/sandboxd_proto.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,9 +37,11 @@ static struct cmd *cmds;       /* live commands */
 static int ctl_fd = -1;        /* control socket */
 static const char *cgroup_dir; /* cgroup v1 freezer dir for commands, or NULL */
 static int paused;
+static int subreaper;    /* PR_SET_CHILD_SUBREAPER is set (mode none) */
 static sigset_t handled; /* blocked in the daemon, read from the signalfd */
 
 static int reply_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reap_children(void);
 
 static int reply_err(int err, const char *fmt, ...)
 {
@@ -135,18 +138,23 @@ static int freezer_set(const char *state)
     }
 }
 
-/* SIGKILLs every task in the freezer cgroup (frozen first, so nothing forks meanwhile). */
+/* SIGKILLs every task in the freezer cgroup until it is empty (at most ~1 s). It never freezes:
+ * if this daemon is itself killed midway, a cgroup left FROZEN would keep its tasks (and a pid
+ * namespace waiting for them) alive. A paused sandbox is thawed after the first round, since
+ * frozen tasks only act on SIGKILL once thawed. */
 static void cgroup_kill_all(void)
 {
     char buf[65536];
-    char *p, *end;
+    int round;
 
     if (!cgroup_dir)
         return;
-    if (read_small(cgroup_dir, "cgroup.procs", buf, sizeof(buf)) == 0)
-        return; /* empty: nothing escaped its group; skip the freeze/thaw round */
-    freezer_set("FROZEN");
-    if (read_small(cgroup_dir, "cgroup.procs", buf, sizeof(buf)) > 0) {
+    for (round = 0; round < 500; round++) {
+        struct timespec step = {0, 2000000};
+        char *p, *end;
+
+        if (read_small(cgroup_dir, "cgroup.procs", buf, sizeof(buf)) <= 0)
+            break;
         for (p = buf; *p; p = end) {
             long pid = strtol(p, &end, 10);
 
@@ -157,8 +165,63 @@ static void cgroup_kill_all(void)
             while (*end == '\n')
                 end++;
         }
+        if (round == 0)
+            write_file(cgroup_dir, "freezer.state", "THAWED");
+        reap_children();
+        nanosleep(&step, NULL); /* the kernel empties the cgroup asynchronously */
     }
-    freezer_set("THAWED");
+}
+
+/* Mode none runs as a child subreaper: processes that left their command's group (setsid,
+ * double fork) are re-parented here. SIGKILL every child of ours until none is left. */
+static void kill_adopted(void)
+{
+    int round;
+
+    for (round = 0; round < 100; round++) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        int found = 0;
+
+        if (!d)
+            return;
+        while ((de = readdir(d)) != NULL) {
+            char path[300], st[512];
+            const char *p;
+            long ppid;
+            int fd;
+            ssize_t n;
+
+            if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                continue;
+            snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            n = read(fd, st, sizeof(st) - 1);
+            close(fd);
+            if (n <= 0)
+                continue;
+            st[n] = '\0';
+            p = strrchr(st, ')');
+            if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+                continue;
+            ppid = strtol(p + 4, NULL, 10);
+            if (ppid == (long)getpid()) {
+                kill((pid_t)strtol(de->d_name, NULL, 10), SIGKILL);
+                found++;
+            }
+        }
+        closedir(d);
+        if (!found)
+            return;
+        {
+            struct timespec step = {0, 1000000};
+
+            nanosleep(&step, NULL); /* let SIGKILL land before reaping */
+        }
+        reap_children(); /* reports commands' exits too, so no status pipe loses its record */
+    }
 }
 
 static void report_exit(struct cmd *c, int status)
@@ -416,6 +479,8 @@ static void kill_everything(void)
         kill(c->pid, SIGKILL);
     }
     cgroup_kill_all();
+    if (subreaper)
+        kill_adopted();
     if (paused && !cgroup_dir)
         for (c = cmds; c; c = c->next)
             kill(-c->pid, SIGCONT);
@@ -448,6 +513,7 @@ static int parse_args(int argc, char **argv)
             cgroup_dir = argv[++i];
         } else if (!strcmp(argv[i], "--subreaper")) {
             prctl(PR_SET_CHILD_SUBREAPER, 1);
+            subreaper = 1;
         } else {
             return -1;
         }

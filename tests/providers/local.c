@@ -90,6 +90,17 @@ static void run(struct prov_local_box *b, const char *const *argv, const char *c
     }                                                                                              \
     static void name##_body(enum prov_isolation iso)
 
+/* A sleep argument unique to this test process, so parallel tests never count each other's. */
+static const char *needle(int base)
+{
+    static char buf[4][32];
+    static int next;
+    char *b = buf[next++ % 4];
+
+    snprintf(b, 32, "%d.%ld", base, (long)getpid());
+    return b;
+}
+
 static bool is_dir(const char *path)
 {
     struct stat st;
@@ -234,7 +245,7 @@ BOTH_MODES(missing_program_and_bad_cwd_fail_with_their_names)
 
 BOTH_MODES(sigint_interrupts_with_130)
 {
-    const char *const sleeper[] = {"sleep", "601.25", NULL};
+    const char *const sleeper[] = {"sleep", needle(601), NULL};
     struct prov_exec_spec spec = PROV_EXEC_SPEC_INIT;
     struct prov_local_box *b;
     struct prov_proc *proc = NULL;
@@ -388,9 +399,24 @@ Test(prov_local, pause_resume_with_signals_none)
     pause_resume_case(PROV_ISO_NONE, "", "signals");
 }
 
+static void kill_case(enum prov_isolation iso, const char *freezer);
+
 BOTH_MODES(kill_leaves_no_process_and_no_directory)
 {
-    const char *const sleeper[] = {"sh", "-c", "sleep 602.5 & sleep 602.5; wait", NULL};
+    kill_case(iso, NULL);
+}
+
+/* Without a cgroup: the pid namespace (bwrap) or the subreaper daemon (none) finds the escapee. */
+BOTH_MODES(kill_without_a_cgroup_leaves_no_process)
+{
+    kill_case(iso, "");
+}
+
+static void kill_case(enum prov_isolation iso, const char *freezer)
+{
+    const char *arg = needle(602);
+    char script[256];
+    const char *const sleeper[] = {"sh", "-c", script, NULL};
     struct prov_exec_spec spec = PROV_EXEC_SPEC_INIT;
     struct prov_local_box *b;
     struct prov_proc *proc = NULL;
@@ -398,15 +424,17 @@ BOTH_MODES(kill_leaves_no_process_and_no_directory)
     char dir[1024];
     long daemon;
 
-    open_pl(iso, NULL);
+    /* one sleep in the command's group, one that escaped it with setsid */
+    snprintf(script, sizeof(script), "setsid sleep %s & sleep %s; wait", arg, arg);
+    open_pl(iso, freezer);
     b = create_box();
     snprintf(dir, sizeof(dir), "%s/sandboxes/%s", home, prov_local_box_id(b));
     daemon = prov_local_box_daemon_pid(b);
     spec.argv = sleeper;
     OK(prov_local_exec(&proc, b, &spec));
-    cr_assert_eq(ts_wait_procs_with_arg("602.5", 2, 10000), 2, "the sleeps did not start");
+    cr_assert_eq(ts_wait_procs_with_arg(arg, 2, 10000), 2, "the sleeps did not start");
     OK(prov_local_kill(b));
-    cr_assert_eq(ts_count_procs_with_arg("602.5"), 0, "a command survived kill");
+    cr_assert_eq(ts_wait_procs_with_arg(arg, 0, 2000), 0, "a command survived kill");
     cr_assert_neq(access(dir, F_OK), 0, "%s survived kill", dir);
     cr_assert(kill((pid_t)daemon, 0) < 0 && errno == ESRCH, "daemon %ld survived", daemon);
     /* the status pipe reports the killed command */
@@ -443,6 +471,7 @@ static void orphans_case(enum prov_isolation iso, const char *freezer)
     size_t reaped = 0;
     ssize_t n;
     int status;
+    const char *arg = needle(603);
 
     open_pl(iso, freezer);
     cr_assert_eq(pipe(pfd), 0);
@@ -452,13 +481,13 @@ static void orphans_case(enum prov_isolation iso, const char *freezer)
         /* the "crashing owner": creates a sandbox, starts a command, exits without cleanup */
         struct prov_local_box *b = NULL;
         struct prov_proc *proc = NULL;
-        const char *const sleeper[] = {"sleep", "603.75", NULL};
+        const char *const sleeper[] = {"sleep", arg, NULL};
         struct prov_exec_spec spec = PROV_EXEC_SPEC_INIT;
 
         spec.argv = sleeper;
         if (prov_local_create(&b, pl, NULL) < 0 || prov_local_exec(&proc, b, &spec) < 0)
             _exit(1);
-        if (ts_wait_procs_with_arg("603.75", 1, 10000) != 1)
+        if (ts_wait_procs_with_arg(arg, 1, 10000) != 1)
             _exit(2);
         if (write(pfd[1], prov_local_box_id(b), strlen(prov_local_box_id(b))) < 0)
             _exit(3);
@@ -484,7 +513,7 @@ static void orphans_case(enum prov_isolation iso, const char *freezer)
     OK(prov_local_reap_orphans(pl, &reaped));
     cr_assert_eq(reaped, 1);
     cr_assert_neq(access(dir, F_OK), 0, "%s survived reaping", dir);
-    cr_assert_eq(ts_wait_procs_with_arg("603.75", 0, 10000), 0, "the orphan's command survived");
+    cr_assert_eq(ts_wait_procs_with_arg(arg, 0, 10000), 0, "the orphan's command survived");
     /* a live owner's sandbox is not touched */
     {
         struct prov_local_box *mine = create_box();
