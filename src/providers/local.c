@@ -96,15 +96,20 @@ static char *find_sandboxd(const char *given)
     return access(EVOLVE_SANDBOXD_PATH, X_OK) == 0 ? strdup(EVOLVE_SANDBOXD_PATH) : NULL;
 }
 
-static enum prov_isolation isolation_from_env(void)
+static int isolation_from_env(enum prov_isolation *out)
 {
     const char *v = getenv("EVOLVE_ISOLATION");
 
-    if (v && !strcmp(v, "none"))
-        return PROV_ISO_NONE;
-    if (v && !strcmp(v, "bwrap"))
-        return PROV_ISO_BWRAP;
-    return PROV_ISO_AUTO;
+    if (!v || !*v || !strcmp(v, "auto"))
+        *out = PROV_ISO_AUTO;
+    else if (!strcmp(v, "none"))
+        *out = PROV_ISO_NONE;
+    else if (!strcmp(v, "bwrap"))
+        *out = PROV_ISO_BWRAP;
+    else
+        return core_error_set(EVOLVE_EINVAL, "EVOLVE_ISOLATION=%s: expected auto, bwrap or none",
+                              v);
+    return 0;
 }
 
 int prov_local_open(struct prov_local **out, const struct prov_local_opts *opts)
@@ -150,7 +155,15 @@ int prov_local_open(struct prov_local **out, const struct prov_local_opts *opts)
                            opts->sandboxd ? opts->sandboxd : "no path given", EVOLVE_SANDBOXD_PATH);
         goto fail;
     }
-    iso = opts->isolation ? opts->isolation : isolation_from_env();
+    iso = opts->isolation;
+    if (iso == PROV_ISO_AUTO) {
+        rc = isolation_from_env(&iso);
+        if (rc < 0)
+            goto fail;
+    } else if (iso != PROV_ISO_BWRAP && iso != PROV_ISO_NONE) {
+        rc = core_error_set(EVOLVE_EINVAL, "prov_local_opts: isolation %d unknown", (int)iso);
+        goto fail;
+    }
     if (iso != PROV_ISO_NONE && prov_local_bwrap_works(&bwrap)) {
         pl->iso = PROV_ISO_BWRAP;
         pl->bwrap = strdup(bwrap);

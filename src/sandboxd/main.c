@@ -452,6 +452,8 @@ static void pause_resume(int pause)
 
     if (cgroup_dir) {
         rc = freezer_set(pause ? "FROZEN" : "THAWED");
+        if (rc < 0 && pause)
+            freezer_set("THAWED"); /* a half-frozen sandbox is worse than a running one */
         if (rc < 0) {
             reply_err(-rc, "%s: freezer %s: %s", pause ? "pause" : "resume", cgroup_dir,
                       strerror(-rc));

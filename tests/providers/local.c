@@ -395,6 +395,52 @@ static void pause_resume_case(enum prov_isolation iso, const char *freezer, cons
     prov_local_box_free(b);
 }
 
+/* Killing a paused sandbox must not leave frozen or stopped processes behind. */
+static void kill_paused_case(const char *freezer)
+{
+    const char *arg = needle(605);
+    const char *const sleeper[] = {"sleep", arg, NULL};
+    struct prov_exec_spec spec = PROV_EXEC_SPEC_INIT;
+    struct prov_local_box *b;
+    struct prov_proc *proc = NULL;
+    struct prov_exit ex;
+
+    open_pl(PROV_ISO_AUTO, freezer);
+    b = create_box();
+    spec.argv = sleeper;
+    OK(prov_local_exec(&proc, b, &spec));
+    cr_assert_eq(ts_wait_procs_with_arg(arg, 1, 10000), 1);
+    OK(prov_local_pause(b));
+    OK(prov_local_kill(b));
+    cr_assert_eq(ts_wait_procs_with_arg(arg, 0, 2000), 0, "a paused command survived kill");
+    cr_assert_eq(prov_exit_read(proc->status_fd, &ex), 0);
+    cr_assert_eq(ex.signo, SIGKILL);
+    prov_proc_free(proc);
+    prov_local_box_free(b);
+}
+
+Test(prov_local, kill_of_a_paused_sandbox_with_cgroup)
+{
+    kill_paused_case(NULL);
+}
+
+Test(prov_local, kill_of_a_paused_sandbox_with_signals)
+{
+    kill_paused_case("");
+}
+
+Test(prov_local, bad_isolation_setting_is_named)
+{
+    struct prov_local_opts o = PROV_LOCAL_OPTS_INIT;
+
+    o.home = home;
+    setenv("EVOLVE_ISOLATION", "chroot", 1);
+    cr_assert_eq(prov_local_open(&pl, &o), EVOLVE_EINVAL);
+    unsetenv("EVOLVE_ISOLATION");
+    cr_assert_not_null(strstr(evolve_error_last()->message, "EVOLVE_ISOLATION=chroot"));
+    cr_assert_null(pl);
+}
+
 Test(prov_local, pause_resume_with_freezer_cgroup)
 {
     struct stat st;
