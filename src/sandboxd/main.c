@@ -271,7 +271,7 @@ static void reap_children(void)
 static void child_exec(uint32_t flags, const char *cwd, char **argv, char **envp, int in_r,
                        int out_w, int err_w2, int err_w)
 {
-    int e;
+    int rec[2] = {0, 0}; /* errno, step: 0 exec, 1 cwd, 2 stdio */
     size_t i;
 
     sigprocmask(SIG_UNBLOCK, &handled, NULL);
@@ -286,16 +286,19 @@ static void child_exec(uint32_t flags, const char *cwd, char **argv, char **envp
     }
     if (in_r < 0)
         in_r = open("/dev/null", O_RDONLY);
+    rec[1] = 2;
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w2, 2) < 0)
         goto fail;
+    rec[1] = 1;
     if (*cwd && chdir(cwd) < 0)
         goto fail;
+    rec[1] = 0;
     for (i = 0; envp[i]; i++)
         putenv(envp[i]);
     execvp(argv[0], argv);
 fail:
-    e = errno;
-    if (write(err_w, &e, sizeof(e)) < 0) {
+    rec[0] = errno;
+    if (write(err_w, rec, sizeof(rec)) < 0) {
         /* nothing more to do */
     }
     _exit(127);
@@ -309,7 +312,7 @@ static void handle_exec(struct sbxd_cur *c)
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, st[2] = {-1, -1}, ep[2] = {-1, -1};
     struct cmd *cmd = NULL;
     pid_t pid;
-    int child_errno = 0;
+    int child_err[2] = {0, 0}; /* errno, step (see child_exec) */
     ssize_t n;
 
     sbxd_cur_copy(c, cwd, sizeof(cwd));
@@ -359,13 +362,17 @@ static void handle_exec(struct sbxd_cur *c)
     close(ep[1]);
     ep[1] = -1;
     do {
-        n = read(ep[0], &child_errno, sizeof(child_errno));
+        n = read(ep[0], child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)sizeof(child_errno)) {
+    if (n == (ssize_t)sizeof(child_err)) {
         int status;
 
         waitpid(pid, &status, 0);
-        reply_err(child_errno, "exec %u: %s: %s", id, argv[0], strerror(child_errno));
+        if (child_err[1] == 1)
+            reply_err(child_err[0], "exec %u: %s: working directory %s: %s", id, argv[0], cwd,
+                      strerror(child_err[0]));
+        else
+            reply_err(child_err[0], "exec %u: %s: %s", id, argv[0], strerror(child_err[0]));
         goto out;
     }
     cmd->id = id;

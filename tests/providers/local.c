@@ -235,6 +235,9 @@ BOTH_MODES(missing_program_and_bad_cwd_fail_with_their_names)
     spec.argv = pwd;
     spec.cwd = "/home/user/workspace/not-there";
     cr_assert_eq(prov_local_exec(&proc, b, &spec), EVOLVE_ENOTFOUND);
+    cr_assert_not_null(strstr(evolve_error_last()->message, "working directory"), "%s",
+                       evolve_error_last()->message);
+    cr_assert_not_null(strstr(evolve_error_last()->message, "workspace/not-there"));
     /* the sandbox still works afterwards */
     run(b, pwd, NULL, "/home/user/workspace/output", NULL, &r);
     cr_assert_not_null(strstr(r.out, "/workspace/output"));
