@@ -282,7 +282,12 @@ static int box_start(struct prov_local_box *b)
 {
     int rc;
 
-    if (b->cgroup && mkdir(b->cgroup, 0755) < 0 && errno != EEXIST) {
+    char cmds[4096];
+
+    if (b->cgroup)
+        snprintf(cmds, sizeof(cmds), "%s/cmds", b->cgroup);
+    if (b->cgroup && ((mkdir(b->cgroup, 0755) < 0 && errno != EEXIST) ||
+                      (mkdir(cmds, 0755) < 0 && errno != EEXIST))) {
         core_log_warn("sandbox %s: freezer cgroup %s: %s; pausing with signals", b->base.id,
                       b->cgroup, strerror(errno));
         free(b->cgroup);

@@ -13,6 +13,7 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,25 +169,24 @@ static void retry_stale(struct prov_local *pl)
     pthread_mutex_unlock(&stale_mu);
 }
 
-void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup)
+/* Empties one freezer cgroup (freeze so nothing forks, SIGKILL each task, thaw so they can
+ * die) and removes it; waits up to 2 s. Returns 0 once it is gone. */
+static int drain_and_remove(const char *cg)
 {
     char path[4096], buf[65536];
     struct timespec step = {0, 2000000};
     int tries;
 
-    if (!cgroup)
-        return;
     for (tries = 0; tries < 1000; tries++) {
         int fd;
         ssize_t n;
         char *p, *end;
 
-        if (rmdir(cgroup) == 0 || errno == ENOENT)
-            return;
+        if (rmdir(cg) == 0 || errno == ENOENT)
+            return 0;
         if (errno != EBUSY)
-            break;
-        /* Tasks left: freeze so nothing forks, SIGKILL each, thaw so they can die. */
-        snprintf(path, sizeof(path), "%s/freezer.state", cgroup);
+            return -1;
+        snprintf(path, sizeof(path), "%s/freezer.state", cg);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
             if (write(fd, "FROZEN", 6) < 0) {
@@ -194,7 +194,7 @@ void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup)
             }
             close(fd);
         }
-        snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+        snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
         if (fd >= 0)
@@ -212,7 +212,7 @@ void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup)
                     end++;
             }
         }
-        snprintf(path, sizeof(path), "%s/freezer.state", cgroup);
+        snprintf(path, sizeof(path), "%s/freezer.state", cg);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
             if (write(fd, "THAWED", 6) < 0) {
@@ -222,9 +222,70 @@ void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup)
         }
         nanosleep(&step, NULL); /* the kernel empties the cgroup asynchronously; no event */
     }
+    return -1;
+}
+
+void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup)
+{
+    char cmds[4096];
+
+    if (!cgroup)
+        return;
+    snprintf(cmds, sizeof(cmds), "%s/cmds", cgroup);
+    if (drain_and_remove(cmds) == 0 && drain_and_remove(cgroup) == 0)
+        return;
     core_log_info("freezer cgroup %s not removable yet (%s); retried at the next reap", cgroup,
                   strerror(errno));
     remember_stale(pl, cgroup);
+}
+
+/* True when the cgroup dir `cg` has no task. */
+static bool cgroup_empty(const char *cg)
+{
+    char path[4200], c;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, &c, 1);
+    close(fd);
+    return n == 0;
+}
+
+/* Removes sandbox cgroups nobody uses: a live sandbox always has its daemon in its cgroup, so
+ * one with no task in it or in cmds/, older than a minute (not being set up right now), belongs
+ * to a sandbox whose daemon is gone, whichever $EVOLVE_HOME it lived in. Cgroups without cmds/
+ * (another layout) are left alone. */
+static void sweep_cgroups(struct prov_local *pl)
+{
+    char base[4096];
+    struct dirent *de;
+    DIR *d;
+    time_t now = time(NULL);
+
+    if (!pl->freezer_root)
+        return;
+    snprintf(base, sizeof(base), "%s/evolve", pl->freezer_root);
+    d = opendir(base);
+    if (!d)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        char cg[4400], cmds[4500];
+        struct stat st;
+
+        if (!prov_local_id_is_valid(de->d_name))
+            continue;
+        snprintf(cg, sizeof(cg), "%s/%s", base, de->d_name);
+        snprintf(cmds, sizeof(cmds), "%s/cmds", cg);
+        if (stat(cmds, &st) < 0 || now - st.st_mtime < 60)
+            continue;
+        if (cgroup_empty(cg) && cgroup_empty(cmds) && rmdir(cmds) == 0)
+            rmdir(cg);
+    }
+    closedir(d);
 }
 
 int prov_local_meta_write(const struct prov_local_box *b, bool detached)
@@ -411,6 +472,7 @@ int prov_local_reap_orphans(struct prov_local *pl, size_t *reaped_out)
     int rc;
 
     retry_stale(pl);
+    sweep_cgroups(pl);
     rc = scan(pl, reap_one, &r);
     if (reaped_out)
         *reaped_out = r.count;

@@ -8,6 +8,7 @@
  * Threads: one. Everything runs in a poll loop over the control socket and a signalfd, so
  *       forked children may safely call malloc before exec.
  * Usage: evolve-sandboxd --fd N [--cgroup DIR] [--subreaper]
+ *   DIR is the sandbox's freezer cgroup: the daemon joins it, commands join DIR/cmds.
  * libc only, on purpose: it starts in ~1 ms and is bound read-only into the sandbox. */
 #include "providers/sandboxd_proto.h"
 
@@ -562,8 +563,19 @@ int main(int argc, char **argv)
         perror("evolve-sandboxd: signalfd");
         return 1;
     }
-    if (cgroup_dir && access(cgroup_dir, W_OK) < 0)
-        cgroup_dir = NULL; /* not writable here: pause falls back to signals */
+    if (cgroup_dir) {
+        /* The daemon sits in the sandbox's cgroup (so a cgroup with no task has no daemon and may
+         * be swept), its commands in the child "cmds", the only one ever frozen. */
+        static char cmds_dir[4096];
+        char pid[32];
+
+        snprintf(cmds_dir, sizeof(cmds_dir), "%s/cmds", cgroup_dir);
+        snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+        if (write_file(cgroup_dir, "cgroup.procs", pid) < 0 || access(cmds_dir, W_OK) < 0)
+            cgroup_dir = NULL; /* not usable here: pause falls back to signals */
+        else
+            cgroup_dir = cmds_dir;
+    }
     sbxd_buf_start(&b, SBXD_R_HELLO);
     sbxd_buf_u32(&b, SBXD_PROTO_VERSION);
     sbxd_buf_u32(&b, (uint32_t)getpid());

@@ -444,6 +444,62 @@ Test(prov_local, bad_isolation_setting_is_named)
     cr_assert_null(pl);
 }
 
+static void make_cgroup(char *out, size_t size, const char *suffix, bool with_cmds, bool old)
+{
+    char cmds[1100];
+    struct timespec t[2];
+
+    snprintf(out, size, "/sys/fs/cgroup/freezer/evolve/local-%08lx%s", (long)getpid(), suffix);
+    cr_assert_eq(mkdir(out, 0755), 0, "mkdir %s: %s", out, strerror(errno));
+    snprintf(cmds, sizeof(cmds), "%s/cmds", out);
+    if (with_cmds)
+        cr_assert_eq(mkdir(cmds, 0755), 0);
+    if (old) {
+        clock_gettime(CLOCK_REALTIME, &t[0]);
+        t[0].tv_sec -= 300;
+        t[1] = t[0];
+        cr_assert_eq(utimensat(AT_FDCWD, with_cmds ? cmds : out, t, 0), 0);
+    }
+}
+
+Test(prov_local, reap_sweeps_cgroups_without_a_daemon_only)
+{
+    char gone[1024], young[1024], other[1024], cmds[1100], live_cmds[1100];
+    struct prov_local_box *live;
+    struct timespec t[2];
+
+    if (access("/sys/fs/cgroup/freezer", W_OK) < 0) {
+        cr_log_warn("no writable freezer hierarchy: nothing to sweep");
+        return;
+    }
+    open_pl(PROV_ISO_AUTO, NULL);
+    live = create_box();
+    make_cgroup(gone, sizeof(gone), "00", true, true);
+    make_cgroup(young, sizeof(young), "01", true, false);
+    make_cgroup(other, sizeof(other), "02", false, true);
+    /* the live sandbox's cgroup looks old too: its daemon inside must keep it */
+    snprintf(live_cmds, sizeof(live_cmds), "/sys/fs/cgroup/freezer/evolve/%s/cmds",
+             prov_local_box_id(live));
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= 300;
+    t[1] = t[0];
+    cr_assert_eq(utimensat(AT_FDCWD, live_cmds, t, 0), 0, "%s", live_cmds);
+    OK(prov_local_reap_orphans(pl, NULL));
+    cr_assert_neq(access(gone, F_OK), 0, "%s was not swept", gone);
+    cr_assert_eq(access(young, F_OK), 0, "%s is being set up and was swept", young);
+    cr_assert_eq(access(other, F_OK), 0, "%s (another layout) was swept", other);
+    cr_assert_eq(access(live_cmds, F_OK), 0, "the live sandbox lost its cgroup");
+    OK(prov_local_pause(live));
+    cr_assert_str_eq(prov_local_box_pause_mode(live), "cgroup");
+    OK(prov_local_resume(live));
+    snprintf(cmds, sizeof(cmds), "%s/cmds", young);
+    rmdir(cmds);
+    rmdir(young);
+    rmdir(other);
+    OK(prov_local_kill(live));
+    prov_local_box_free(live);
+}
+
 Test(prov_local, pause_resume_with_freezer_cgroup)
 {
     struct stat st;
