@@ -651,6 +651,33 @@ static void orphans_case(enum prov_isolation iso, const char *freezer)
     }
 }
 
+BOTH_MODES(a_dead_daemon_is_reported_and_the_sandbox_can_be_reconnected)
+{
+    const char *const echo[] = {"echo", "back", NULL};
+    struct prov_exec_spec spec = PROV_EXEC_SPEC_INIT;
+    struct prov_local_box *b, *again = NULL;
+    struct prov_proc *proc = NULL;
+    struct ts_run r;
+    char id[64];
+
+    open_pl(iso, NULL);
+    b = create_box();
+    snprintf(id, sizeof(id), "%s", prov_local_box_id(b));
+    cr_assert_eq(kill((pid_t)prov_local_box_daemon_pid(b), SIGKILL), 0);
+    spec.argv = echo;
+    cr_assert_eq(prov_local_exec(&proc, b, &spec), EVOLVE_EIO);
+    cr_assert_not_null(strstr(evolve_error_last()->message, "is gone"), "%s",
+                       evolve_error_last()->message);
+    cr_assert_not_null(strstr(evolve_error_last()->message, id));
+    prov_local_box_free(b);
+    OK(prov_local_connect(&again, pl, id, NULL));
+    run(again, echo, NULL, NULL, NULL, &r);
+    cr_assert_str_eq(r.out, "back\n");
+    ts_run_dispose(&r);
+    OK(prov_local_kill(again));
+    prov_local_box_free(again);
+}
+
 BOTH_MODES(connect_reattaches_to_a_detached_sandbox)
 {
     const char *const cat[] = {"cat", "workspace/output/note.txt", NULL};
