@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/ledger.h"
+#include "core/log.h"
 #include "providers/local.h"
 
 struct evolve_runtime {
@@ -117,6 +118,14 @@ int core_runtime_provider(struct prov **out, evolve_runtime_t *rt, const char *n
             struct prov_env env = {.defer = defer_on_workers, .defer_ctx = rt->act};
 
             rc = prov_local_new(&rt->local, &o, &env);
+            if (rc == 0) {
+                size_t reaped = 0;
+
+                /* Sandboxes whose owner process died (a crash, a kill -9) are found and reaped
+                 * the first time this program needs the local provider: no orphans left. */
+                if (prov_local_reap_orphans(prov_local_from(rt->local), &reaped) == 0 && reaped)
+                    core_log_info("local provider: reaped %zu orphaned sandbox(es)", reaped);
+            }
         }
         *out = rt->local;
         pthread_mutex_unlock(&rt->lock);

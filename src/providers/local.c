@@ -1,10 +1,9 @@
-/* local.c — the `local` sandbox provider: sandbox directories, owner records, lifecycle.
+/* local.c — the `local` sandbox provider: opening it and the life of one sandbox.
  * Owns: resolving $EVOLVE_HOME, the daemon binary and the isolation mode; creating the layout
- *       `home/user/workspace/{context,scripts,temp,output}`; the owner record `sandbox.meta`
- *       (owner pid + start time, daemon pid + start time, mode, network, cgroup); connect,
- *       kill, detach, list, orphan reaping; the per-sandbox freezer cgroup's life.
- * Does not own: the daemon protocol (local_daemon.c), file confinement (local_fs.c), the async
- *       adapter (local_ops.c).
+ *       `home/user/workspace/{context,scripts,temp,output}` and the freezer cgroup; create,
+ *       connect, kill, detach, and the thin synchronous ops over the daemon and the files.
+ * Does not own: the owner record, list and reaping (local_owner.c), the daemon protocol
+ *       (local_daemon.c), file confinement (local_fs.c), the async adapter (local_ops.c).
  * Threads: any (see local.h). The only process-wide state is the once-only fallback notice. */
 #include "providers/local_int.h"
 
@@ -14,6 +13,7 @@
 #include <ftw.h>
 #include <stdarg.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,226 +31,9 @@
 #define EVOLVE_SANDBOXD_PATH "/usr/local/libexec/evolve-sandboxd"
 #endif
 #define DEFAULT_FREEZER "/sys/fs/cgroup/freezer"
-#define META_NAME       "sandbox.meta"
 
 /* relaxed: only makes the fallback notice appear once; orders nothing else */
 static atomic_bool fallback_said;
-
-struct meta {
-    long owner_pid;
-    long long owner_start;
-    long daemon_pid;
-    long long daemon_start;
-    long long created_ms;
-    int network;
-    char mode[16];
-    char cgroup[1024];
-};
-
-long long prov_local_pid_start(pid_t pid)
-{
-    char path[64], buf[1024];
-    const char *p;
-    ssize_t n;
-    int fd, field;
-
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    /* "pid (comm) S ppid ..." — comm may hold spaces and parens: parse after the LAST ')' */
-    p = strrchr(buf, ')');
-    if (!p || p[1] != ' ')
-        return -1;
-    p += 2;
-    if (*p == 'Z' || *p == 'X')
-        return -1; /* a zombie is dead for our purposes */
-    for (field = 3; field < 22 && *p; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return -1;
-        p++;
-    }
-    return strtoll(p, NULL, 10);
-}
-
-/* True when `pid` runs and started at `start` (so a reused pid is not mistaken for it). */
-static bool pid_is(long pid, long long start)
-{
-    long long now;
-
-    if (pid <= 0)
-        return false;
-    now = prov_local_pid_start((pid_t)pid);
-    return now >= 0 && now == start;
-}
-
-static long long wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-/* rm -rf without following symlinks; refuses anything but a directory under the root. */
-static int remove_tree(const char *dir)
-{
-    if (!dir || strlen(dir) < 2)
-        return core_error_set(EVOLVE_EINVAL, "refusing to remove \"%s\"", dir ? dir : "");
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-    if (access(dir, F_OK) == 0)
-        return core_error_set(EVOLVE_EIO, "sandbox directory %s could not be removed", dir);
-    return 0;
-}
-
-void prov_local_cgroup_destroy(const char *cgroup)
-{
-    char path[4096], buf[65536];
-    struct timespec step = {0, 2000000};
-    int tries;
-
-    if (!cgroup)
-        return;
-    for (tries = 0; tries < 1000; tries++) {
-        int fd;
-        ssize_t n;
-        char *p, *end;
-
-        if (rmdir(cgroup) == 0 || errno == ENOENT)
-            return;
-        if (errno != EBUSY)
-            break;
-        /* Tasks left: freeze so nothing forks, SIGKILL each, thaw so they can die. */
-        snprintf(path, sizeof(path), "%s/freezer.state", cgroup);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (write(fd, "FROZEN", 6) < 0) {
-                /* best effort: the kill below still works on a thawed group */
-            }
-            close(fd);
-        }
-        snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-        if (fd >= 0)
-            close(fd);
-        if (n > 0) {
-            buf[n] = '\0';
-            for (p = buf; *p; p = end) {
-                long pid = strtol(p, &end, 10);
-
-                if (end == p)
-                    break;
-                if (pid > 0)
-                    kill((pid_t)pid, SIGKILL);
-                while (*end == '\n')
-                    end++;
-            }
-        }
-        snprintf(path, sizeof(path), "%s/freezer.state", cgroup);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (write(fd, "THAWED", 6) < 0) {
-                /* see above */
-            }
-            close(fd);
-        }
-        nanosleep(&step, NULL); /* the kernel empties the cgroup asynchronously; no event */
-    }
-    core_log_warn("freezer cgroup %s could not be removed: %s", cgroup, strerror(errno));
-}
-
-static int write_meta(const struct prov_local_box *b, bool detached)
-{
-    char path[4096], tmp[4112], text[2048];
-    long long created = wall_ms();
-    FILE *f;
-    int n;
-
-    /* keep the creation time across rewrites */
-    snprintf(path, sizeof(path), "%s/%s", b->dir, META_NAME);
-    f = fopen(path, "r");
-    if (f) {
-        char key[32];
-        long long v;
-
-        while (fscanf(f, "%31s %lld", key, &v) == 2)
-            if (!strcmp(key, "created_ms"))
-                created = v;
-        fclose(f);
-    }
-    n = snprintf(text, sizeof(text),
-                 "version 1\nowner_pid %ld\nowner_start %lld\ndaemon_pid %ld\ndaemon_start %lld\n"
-                 "created_ms %lld\nnetwork %d\nmode %s\ncgroup %s\n",
-                 detached ? 0L : (long)getpid(), detached ? 0LL : prov_local_pid_start(getpid()),
-                 detached ? 0L : (long)b->child, detached ? 0LL : b->child_start, created,
-                 b->no_network ? 0 : 1, b->bwrap ? "bwrap" : "none", b->cgroup ? b->cgroup : "-");
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (!f || fwrite(text, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0) {
-        if (f)
-            fclose(f);
-        return core_error_set(EVOLVE_EIO, "sandbox %s: write %s: %s", b->base.id, tmp,
-                              strerror(errno));
-    }
-    if (rename(tmp, path) < 0)
-        return core_error_set(EVOLVE_EIO, "sandbox %s: rename %s: %s", b->base.id, tmp,
-                              strerror(errno));
-    return 0;
-}
-
-static int read_meta(struct meta *m, const char *dir, const char *id)
-{
-    char path[4096], key[32], val[1024];
-    FILE *f;
-
-    memset(m, 0, sizeof(*m));
-    m->network = 1;
-    snprintf(path, sizeof(path), "%s/%s", dir, META_NAME);
-    f = fopen(path, "r");
-    if (!f)
-        return core_error_set(errno == ENOENT ? EVOLVE_ENOTFOUND : EVOLVE_EIO, "sandbox %s: %s: %s",
-                              id, path, strerror(errno));
-    while (fscanf(f, "%31s %1023s", key, val) == 2) {
-        if (!strcmp(key, "owner_pid"))
-            m->owner_pid = strtol(val, NULL, 10);
-        else if (!strcmp(key, "owner_start"))
-            m->owner_start = strtoll(val, NULL, 10);
-        else if (!strcmp(key, "daemon_pid"))
-            m->daemon_pid = strtol(val, NULL, 10);
-        else if (!strcmp(key, "daemon_start"))
-            m->daemon_start = strtoll(val, NULL, 10);
-        else if (!strcmp(key, "created_ms"))
-            m->created_ms = strtoll(val, NULL, 10);
-        else if (!strcmp(key, "network"))
-            m->network = (int)strtol(val, NULL, 10);
-        else if (!strcmp(key, "mode"))
-            snprintf(m->mode, sizeof(m->mode), "%.15s", val);
-        else if (!strcmp(key, "cgroup") && strcmp(val, "-"))
-            snprintf(m->cgroup, sizeof(m->cgroup), "%s", val);
-    }
-    fclose(f);
-    return 0;
-}
 
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -313,15 +96,20 @@ static char *find_sandboxd(const char *given)
     return access(EVOLVE_SANDBOXD_PATH, X_OK) == 0 ? strdup(EVOLVE_SANDBOXD_PATH) : NULL;
 }
 
-static enum prov_isolation isolation_from_env(void)
+static int isolation_from_env(enum prov_isolation *out)
 {
     const char *v = getenv("EVOLVE_ISOLATION");
 
-    if (v && !strcmp(v, "none"))
-        return PROV_ISO_NONE;
-    if (v && !strcmp(v, "bwrap"))
-        return PROV_ISO_BWRAP;
-    return PROV_ISO_AUTO;
+    if (!v || !*v || !strcmp(v, "auto"))
+        *out = PROV_ISO_AUTO;
+    else if (!strcmp(v, "none"))
+        *out = PROV_ISO_NONE;
+    else if (!strcmp(v, "bwrap"))
+        *out = PROV_ISO_BWRAP;
+    else
+        return core_error_set(EVOLVE_EINVAL, "EVOLVE_ISOLATION=%s: expected auto, bwrap or none",
+                              v);
+    return 0;
 }
 
 int prov_local_open(struct prov_local **out, const struct prov_local_opts *opts)
@@ -367,7 +155,15 @@ int prov_local_open(struct prov_local **out, const struct prov_local_opts *opts)
                            opts->sandboxd ? opts->sandboxd : "no path given", EVOLVE_SANDBOXD_PATH);
         goto fail;
     }
-    iso = opts->isolation ? opts->isolation : isolation_from_env();
+    iso = opts->isolation;
+    if (iso == PROV_ISO_AUTO) {
+        rc = isolation_from_env(&iso);
+        if (rc < 0)
+            goto fail;
+    } else if (iso != PROV_ISO_BWRAP && iso != PROV_ISO_NONE) {
+        rc = core_error_set(EVOLVE_EINVAL, "prov_local_opts: isolation %d unknown", (int)iso);
+        goto fail;
+    }
     if (iso != PROV_ISO_NONE && prov_local_bwrap_works(&bwrap)) {
         pl->iso = PROV_ISO_BWRAP;
         pl->bwrap = strdup(bwrap);
@@ -429,18 +225,6 @@ const char *prov_local_root(const struct prov_local *pl)
     return pl->root;
 }
 
-static bool id_is_valid(const char *id)
-{
-    size_t i, n = id ? strlen(id) : 0;
-
-    if (n < 7 || n >= 64 || strncmp(id, "local-", 6))
-        return false;
-    for (i = 6; i < n; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return false;
-    return true;
-}
-
 static void box_release(struct prov_local_box *b)
 {
     size_t i;
@@ -498,7 +282,12 @@ static int box_start(struct prov_local_box *b)
 {
     int rc;
 
-    if (b->cgroup && mkdir(b->cgroup, 0755) < 0 && errno != EEXIST) {
+    char cmds[4096];
+
+    if (b->cgroup)
+        snprintf(cmds, sizeof(cmds), "%s/cmds", b->cgroup);
+    if (b->cgroup && ((mkdir(b->cgroup, 0755) < 0 && errno != EEXIST) ||
+                      (mkdir(cmds, 0755) < 0 && errno != EEXIST))) {
         core_log_warn("sandbox %s: freezer cgroup %s: %s; pausing with signals", b->base.id,
                       b->cgroup, strerror(errno));
         free(b->cgroup);
@@ -506,10 +295,10 @@ static int box_start(struct prov_local_box *b)
     }
     rc = prov_local_daemon_start(b);
     if (rc == 0)
-        rc = write_meta(b, false);
+        rc = prov_local_meta_write(b, false);
     if (rc < 0) {
         prov_local_daemon_stop(b);
-        prov_local_cgroup_destroy(b->cgroup);
+        prov_local_cgroup_destroy(b->pl, b->cgroup);
     }
     return rc;
 }
@@ -560,7 +349,7 @@ int prov_local_create(struct prov_local_box **out, struct prov_local *pl,
         return rc;
     }
     /* The owner record first: a crash from here on leaves a sandbox the reaper can find. */
-    rc = write_meta(b, false);
+    rc = prov_local_meta_write(b, false);
     for (i = 0; rc == 0 && sub[i]; i++) {
         char path[4096];
 
@@ -571,7 +360,7 @@ int prov_local_create(struct prov_local_box **out, struct prov_local *pl,
     if (rc == 0)
         rc = box_start(b);
     if (rc < 0) {
-        remove_tree(b->dir);
+        prov_local_remove_tree(b->dir);
         box_release(b);
         return rc;
     }
@@ -583,28 +372,27 @@ int prov_local_connect(struct prov_local_box **out, struct prov_local *pl, const
                        const struct prov_create_spec *spec)
 {
     struct prov_local_box *b = NULL;
-    struct meta m;
+    struct prov_local_meta m;
     char dir[4096];
     int rc;
 
     *out = NULL;
-    if (!id_is_valid(id))
+    if (!prov_local_id_is_valid(id))
         return core_error_set(EVOLVE_EINVAL, "\"%s\" is not a local sandbox id (local-<hex>)",
                               id ? id : "(null)");
     snprintf(dir, sizeof(dir), "%s/%s", pl->root, id);
-    rc = read_meta(&m, dir, id);
+    rc = prov_local_meta_read(&m, dir, id);
     if (rc < 0)
         return rc == EVOLVE_ENOTFOUND
                    ? core_error_set(EVOLVE_ENOTFOUND, "sandbox %s not found in %s", id, pl->root)
                    : rc;
-    if (pid_is(m.owner_pid, m.owner_start))
+    if (prov_local_pid_is(m.owner_pid, m.owner_start))
         return core_error_set(EVOLVE_EBUSY, "sandbox %s is in use by process %ld%s", id,
                               m.owner_pid, m.owner_pid == (long)getpid() ? " (this one)" : "");
     /* A daemon that outlived its owner cannot be talked to (its socket died with the owner). */
-    if (pid_is(m.daemon_pid, m.daemon_start))
-        kill((pid_t)m.daemon_pid, SIGKILL);
+    prov_local_stop_stale(m.daemon_pid, m.daemon_start);
     if (m.cgroup[0])
-        prov_local_cgroup_destroy(m.cgroup);
+        prov_local_cgroup_destroy(pl, m.cgroup);
     rc = box_alloc(&b, pl, id, spec, m.network == 0);
     if (rc < 0)
         return rc;
@@ -682,8 +470,8 @@ int prov_local_kill(struct prov_local_box *b)
     }
     b->killed = true;
     prov_local_daemon_stop(b);
-    prov_local_cgroup_destroy(b->cgroup);
-    rc = remove_tree(b->dir);
+    prov_local_cgroup_destroy(b->pl, b->cgroup);
+    rc = prov_local_remove_tree(b->dir);
     pthread_mutex_unlock(&b->mu);
     return rc;
 }
@@ -694,8 +482,8 @@ void prov_local_box_free(struct prov_local_box *b)
         return;
     if (!b->killed) {
         prov_local_daemon_stop(b);
-        prov_local_cgroup_destroy(b->cgroup);
-        write_meta(b, true); /* detached: kept for connect, skipped by the reaper */
+        prov_local_cgroup_destroy(b->pl, b->cgroup);
+        prov_local_meta_write(b, true); /* detached: kept for connect, skipped by the reaper */
     }
     box_release(b);
 }
@@ -729,102 +517,4 @@ int prov_local_list_dir(struct prov_dir **out, struct prov_local_box *b, const c
     int rc = prov_local_fs_list(out, b->home, path);
 
     return rc < 0 ? core_error_prefix("sandbox %s: ", b->base.id) : 0;
-}
-
-static int cmp_info(const void *a, const void *b)
-{
-    return strcmp(((const struct prov_box_info *)a)->id, ((const struct prov_box_info *)b)->id);
-}
-
-/* Calls fn for every sandbox directory with a readable owner record. */
-static int scan(struct prov_local *pl,
-                int (*fn)(void *arg, const char *id, const char *dir, const struct meta *m),
-                void *arg)
-{
-    DIR *d = opendir(pl->root);
-    struct dirent *de;
-    int rc = 0;
-
-    if (!d)
-        return core_error_set(EVOLVE_EIO, "local provider: open %s: %s", pl->root, strerror(errno));
-    while (rc == 0 && (de = readdir(d)) != NULL) {
-        char dir[4096];
-        struct meta m;
-
-        if (!id_is_valid(de->d_name))
-            continue;
-        snprintf(dir, sizeof(dir), "%s/%s", pl->root, de->d_name);
-        if (read_meta(&m, dir, de->d_name) < 0)
-            continue; /* being created or removed right now */
-        rc = fn(arg, de->d_name, dir, &m);
-    }
-    closedir(d);
-    return rc;
-}
-
-static int list_one(void *arg, const char *id, const char *dir, const struct meta *m)
-{
-    struct prov_list *l = arg;
-    struct prov_box_info *ni = realloc(l->items, (l->count + 1) * sizeof(*ni));
-
-    (void)dir;
-    if (!ni)
-        return core_error_oom();
-    l->items = ni;
-    ni += l->count++;
-    memset(ni, 0, sizeof(*ni));
-    snprintf(ni->id, sizeof(ni->id), "%s", id);
-    ni->created_ms = m->created_ms;
-    ni->owner_pid = m->owner_pid;
-    snprintf(ni->state, sizeof(ni->state), "%s",
-             m->owner_pid == 0                      ? "detached"
-             : pid_is(m->owner_pid, m->owner_start) ? "running"
-                                                    : "orphaned");
-    return 0;
-}
-
-int prov_local_list(struct prov_list **out, struct prov_local *pl)
-{
-    struct prov_list *l = calloc(1, sizeof(*l));
-    int rc;
-
-    *out = NULL;
-    if (!l)
-        return core_error_oom();
-    rc = scan(pl, list_one, l);
-    if (rc < 0) {
-        prov_list_free(l);
-        return rc;
-    }
-    if (l->count)
-        qsort(l->items, l->count, sizeof(l->items[0]), cmp_info);
-    *out = l;
-    return 0;
-}
-
-static int reap_one(void *arg, const char *id, const char *dir, const struct meta *m)
-{
-    size_t *count = arg;
-
-    if (m->owner_pid == 0 || pid_is(m->owner_pid, m->owner_start))
-        return 0; /* detached on purpose, or its owner lives */
-    core_log_info("reaping sandbox %s (owner %ld died)", id, m->owner_pid);
-    /* The daemon normally died with its owner (PDEATHSIG, socket EOF); make sure. */
-    if (pid_is(m->daemon_pid, m->daemon_start))
-        kill((pid_t)m->daemon_pid, SIGKILL);
-    if (m->cgroup[0])
-        prov_local_cgroup_destroy(m->cgroup);
-    if (remove_tree(dir) == 0)
-        (*count)++;
-    return 0;
-}
-
-int prov_local_reap_orphans(struct prov_local *pl, size_t *reaped_out)
-{
-    size_t count = 0;
-    int rc = scan(pl, reap_one, &count);
-
-    if (reaped_out)
-        *reaped_out = count;
-    return rc;
 }

@@ -52,11 +52,9 @@ static int wait_child(pid_t pid, int timeout_ms, int *status)
         close(pfd);
     }
     /* WNOHANG after the pidfd said "exited" (or when pidfds are missing: block) */
-    if (pfd < 0)
-        rc = waitpid(pid, status, 0) == pid ? 0 : -1;
-    else
-        rc = waitpid(pid, status, WNOHANG) == pid ? 0 : -1;
-    return rc;
+    rc = (int)waitpid(pid, status, pfd < 0 ? 0 : WNOHANG);
+    /* ECHILD: the embedder set SIGCHLD to SIG_IGN and the kernel reaped it already */
+    return rc == pid || (rc < 0 && errno == ECHILD) ? 0 : -1;
 }
 
 static int run_quiet(const char *path, char *const argv[])
@@ -289,7 +287,7 @@ static void log_tail(const struct prov_local_box *b, char *out, size_t size)
     while (n > 0 && buf[n - 1] == '\n')
         buf[--n] = '\0';
     nl = strrchr(buf, '\n');
-    snprintf(out, size, "%s", nl ? nl + 1 : buf);
+    snprintf(out, size, "%.250s", nl ? nl + 1 : buf);
 }
 
 /* Receives one reply, waiting at most `timeout_ms` (-1: forever) for its first byte. */

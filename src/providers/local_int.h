@@ -44,10 +44,32 @@ int prov_local_daemon_exec(struct prov_proc **out, struct prov_local_box *b,
 int prov_local_daemon_signal(struct prov_local_box *b, uint32_t proc_id, int signo);
 int prov_local_daemon_pause(struct prov_local_box *b, bool pause);
 
-/* local.c helpers shared with local_daemon.c */
+/* local_owner.c: the owner record and cleanup, shared with local.c */
+struct prov_local_meta {
+    long owner_pid;        /* 0 when detached */
+    long long owner_start; /* start time of owner_pid (clock ticks since boot) */
+    long daemon_pid;       /* host pid of bwrap or the daemon */
+    long long daemon_start;
+    long long created_ms; /* wall clock */
+    int network;          /* 0 when cut */
+    char mode[16];        /* "bwrap" or "none" */
+    char cgroup[1024];    /* "" when none */
+};
+
+int prov_local_meta_write(const struct prov_local_box *b, bool detached);
+int prov_local_meta_read(struct prov_local_meta *m, const char *dir, const char *id);
+/* True when `pid` runs and started at `start` (a reused pid is not mistaken for it). */
+bool prov_local_pid_is(long pid, long long start);
+/* SIGTERM, then SIGKILL after 2 s, to a daemon that outlived its owner. */
+void prov_local_stop_stale(long pid, long long start);
+/* rm -rf without following symlinks. */
+int prov_local_remove_tree(const char *dir);
+/* "local-" + lowercase hex. */
+bool prov_local_id_is_valid(const char *id);
 /* Start time of `pid` (field 22 of /proc/<pid>/stat), or -1 when it is gone or a zombie. */
 long long prov_local_pid_start(pid_t pid);
-/* SIGKILLs every task of a freezer cgroup and removes it (waits up to 2 s for it to empty). */
-void prov_local_cgroup_destroy(const char *cgroup);
+/* SIGKILLs every task of a freezer cgroup and removes it (waits up to 2 s for it to empty;
+ * one still busy then is remembered and retried by the next prov_local_reap_orphans). */
+void prov_local_cgroup_destroy(struct prov_local *pl, const char *cgroup);
 
 #endif

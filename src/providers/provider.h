@@ -29,7 +29,9 @@
  * Ownership: a `struct prov` is freed with ops->free (required); a box with ops->box_free; results
  * with the free function named at each op. Strings in specs are copied before the op returns;
  * the data buffer of write_file must stay valid until its `done` runs.
- * Threads: ops may be called from any thread; one box's ops are serialised by the provider. */
+ * Threads: ops may be called from any thread, several at once on one box (the provider serialises
+ * what must be); box_free must not race with ops on that box. Writing a command's stdin after it
+ * exited raises SIGPIPE: the embedding runtime ignores SIGPIPE. */
 #ifndef EVOLVE_PROVIDERS_PROVIDER_H
 #define EVOLVE_PROVIDERS_PROVIDER_H
 

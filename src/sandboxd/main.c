@@ -8,9 +8,11 @@
  * Threads: one. Everything runs in a poll loop over the control socket and a signalfd, so
  *       forked children may safely call malloc before exec.
  * Usage: evolve-sandboxd --fd N [--cgroup DIR] [--subreaper]
+ *   DIR is the sandbox's freezer cgroup: the daemon joins it, commands join DIR/cmds.
  * libc only, on purpose: it starts in ~1 ms and is bound read-only into the sandbox. */
 #include "providers/sandboxd_proto.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,9 +38,11 @@ static struct cmd *cmds;       /* live commands */
 static int ctl_fd = -1;        /* control socket */
 static const char *cgroup_dir; /* cgroup v1 freezer dir for commands, or NULL */
 static int paused;
+static int subreaper;    /* PR_SET_CHILD_SUBREAPER is set (mode none) */
 static sigset_t handled; /* blocked in the daemon, read from the signalfd */
 
 static int reply_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reap_children(void);
 
 static int reply_err(int err, const char *fmt, ...)
 {
@@ -135,16 +139,23 @@ static int freezer_set(const char *state)
     }
 }
 
-/* SIGKILLs every task in the freezer cgroup (frozen first, so nothing forks meanwhile). */
+/* SIGKILLs every task in the freezer cgroup until it is empty (at most ~1 s). It never freezes:
+ * if this daemon is itself killed midway, a cgroup left FROZEN would keep its tasks (and a pid
+ * namespace waiting for them) alive. A paused sandbox is thawed after the first round, since
+ * frozen tasks only act on SIGKILL once thawed. */
 static void cgroup_kill_all(void)
 {
     char buf[65536];
-    char *p, *end;
+    int round;
 
     if (!cgroup_dir)
         return;
-    freezer_set("FROZEN");
-    if (read_small(cgroup_dir, "cgroup.procs", buf, sizeof(buf)) > 0) {
+    for (round = 0; round < 500; round++) {
+        struct timespec step = {0, 2000000};
+        char *p, *end;
+
+        if (read_small(cgroup_dir, "cgroup.procs", buf, sizeof(buf)) <= 0)
+            break;
         for (p = buf; *p; p = end) {
             long pid = strtol(p, &end, 10);
 
@@ -155,8 +166,63 @@ static void cgroup_kill_all(void)
             while (*end == '\n')
                 end++;
         }
+        if (round == 0)
+            write_file(cgroup_dir, "freezer.state", "THAWED");
+        reap_children();
+        nanosleep(&step, NULL); /* the kernel empties the cgroup asynchronously */
     }
-    freezer_set("THAWED");
+}
+
+/* Mode none runs as a child subreaper: processes that left their command's group (setsid,
+ * double fork) are re-parented here. SIGKILL every child of ours until none is left. */
+static void kill_adopted(void)
+{
+    int round;
+
+    for (round = 0; round < 100; round++) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        int found = 0;
+
+        if (!d)
+            return;
+        while ((de = readdir(d)) != NULL) {
+            char path[300], st[512];
+            const char *p;
+            long ppid;
+            int fd;
+            ssize_t n;
+
+            if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                continue;
+            snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            n = read(fd, st, sizeof(st) - 1);
+            close(fd);
+            if (n <= 0)
+                continue;
+            st[n] = '\0';
+            p = strrchr(st, ')');
+            if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+                continue;
+            ppid = strtol(p + 4, NULL, 10);
+            if (ppid == (long)getpid()) {
+                kill((pid_t)strtol(de->d_name, NULL, 10), SIGKILL);
+                found++;
+            }
+        }
+        closedir(d);
+        if (!found)
+            return;
+        {
+            struct timespec step = {0, 1000000};
+
+            nanosleep(&step, NULL); /* let SIGKILL land before reaping */
+        }
+        reap_children(); /* reports commands' exits too, so no status pipe loses its record */
+    }
 }
 
 static void report_exit(struct cmd *c, int status)
@@ -206,7 +272,7 @@ static void reap_children(void)
 static void child_exec(uint32_t flags, const char *cwd, char **argv, char **envp, int in_r,
                        int out_w, int err_w2, int err_w)
 {
-    int e;
+    int rec[2] = {0, 0}; /* errno, step: 0 exec, 1 cwd, 2 stdio */
     size_t i;
 
     sigprocmask(SIG_UNBLOCK, &handled, NULL);
@@ -221,16 +287,19 @@ static void child_exec(uint32_t flags, const char *cwd, char **argv, char **envp
     }
     if (in_r < 0)
         in_r = open("/dev/null", O_RDONLY);
+    rec[1] = 2;
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w2, 2) < 0)
         goto fail;
+    rec[1] = 1;
     if (*cwd && chdir(cwd) < 0)
         goto fail;
+    rec[1] = 0;
     for (i = 0; envp[i]; i++)
         putenv(envp[i]);
     execvp(argv[0], argv);
 fail:
-    e = errno;
-    if (write(err_w, &e, sizeof(e)) < 0) {
+    rec[0] = errno;
+    if (write(err_w, rec, sizeof(rec)) < 0) {
         /* nothing more to do */
     }
     _exit(127);
@@ -244,7 +313,7 @@ static void handle_exec(struct sbxd_cur *c)
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, st[2] = {-1, -1}, ep[2] = {-1, -1};
     struct cmd *cmd = NULL;
     pid_t pid;
-    int child_errno = 0;
+    int child_err[2] = {0, 0}; /* errno, step (see child_exec) */
     ssize_t n;
 
     sbxd_cur_copy(c, cwd, sizeof(cwd));
@@ -294,13 +363,17 @@ static void handle_exec(struct sbxd_cur *c)
     close(ep[1]);
     ep[1] = -1;
     do {
-        n = read(ep[0], &child_errno, sizeof(child_errno));
+        n = read(ep[0], child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)sizeof(child_errno)) {
+    if (n == (ssize_t)sizeof(child_err)) {
         int status;
 
         waitpid(pid, &status, 0);
-        reply_err(child_errno, "exec %u: %s: %s", id, argv[0], strerror(child_errno));
+        if (child_err[1] == 1)
+            reply_err(child_err[0], "exec %u: %s: working directory %s: %s", id, argv[0], cwd,
+                      strerror(child_err[0]));
+        else
+            reply_err(child_err[0], "exec %u: %s: %s", id, argv[0], strerror(child_err[0]));
         goto out;
     }
     cmd->id = id;
@@ -387,6 +460,8 @@ static void pause_resume(int pause)
 
     if (cgroup_dir) {
         rc = freezer_set(pause ? "FROZEN" : "THAWED");
+        if (rc < 0 && pause)
+            freezer_set("THAWED"); /* a half-frozen sandbox is worse than a running one */
         if (rc < 0) {
             reply_err(-rc, "%s: freezer %s: %s", pause ? "pause" : "resume", cgroup_dir,
                       strerror(-rc));
@@ -414,6 +489,8 @@ static void kill_everything(void)
         kill(c->pid, SIGKILL);
     }
     cgroup_kill_all();
+    if (subreaper)
+        kill_adopted();
     if (paused && !cgroup_dir)
         for (c = cmds; c; c = c->next)
             kill(-c->pid, SIGCONT);
@@ -446,6 +523,7 @@ static int parse_args(int argc, char **argv)
             cgroup_dir = argv[++i];
         } else if (!strcmp(argv[i], "--subreaper")) {
             prctl(PR_SET_CHILD_SUBREAPER, 1);
+            subreaper = 1;
         } else {
             return -1;
         }
@@ -465,6 +543,13 @@ int main(int argc, char **argv)
     }
     /* Dies with the thread that started it; the control socket's EOF covers everything else. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Whatever else the library process had open (non-CLOEXEC pipes of other modules) must not
+     * reach commands: a stray write end would keep some reader from ever seeing EOF. */
+    if (ctl_fd != 3 && dup2(ctl_fd, 3) == 3) {
+        close(ctl_fd);
+        ctl_fd = 3;
+    }
+    close_range(4, ~0u, 0);
     fcntl(ctl_fd, F_SETFD, FD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&handled);
@@ -478,8 +563,19 @@ int main(int argc, char **argv)
         perror("evolve-sandboxd: signalfd");
         return 1;
     }
-    if (cgroup_dir && access(cgroup_dir, W_OK) < 0)
-        cgroup_dir = NULL; /* not writable here: pause falls back to signals */
+    if (cgroup_dir) {
+        /* The daemon sits in the sandbox's cgroup (so a cgroup with no task has no daemon and may
+         * be swept), its commands in the child "cmds", the only one ever frozen. */
+        static char cmds_dir[4096];
+        char pid[32];
+
+        snprintf(cmds_dir, sizeof(cmds_dir), "%s/cmds", cgroup_dir);
+        snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+        if (write_file(cgroup_dir, "cgroup.procs", pid) < 0 || access(cmds_dir, W_OK) < 0)
+            cgroup_dir = NULL; /* not usable here: pause falls back to signals */
+        else
+            cgroup_dir = cmds_dir;
+    }
     sbxd_buf_start(&b, SBXD_R_HELLO);
     sbxd_buf_u32(&b, SBXD_PROTO_VERSION);
     sbxd_buf_u32(&b, (uint32_t)getpid());
