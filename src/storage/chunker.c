@@ -58,5 +58,5 @@ size_t sto_chunk_next(const unsigned char *data, size_t len, bool final)
 
 size_t sto_chunk_next_small(const unsigned char *data, size_t len, bool final)
 {
-    return cut(data, len, final, 1024, 12, 16384);
+    return cut(data, len, final, 512, 11, 8192);
 }

@@ -40,8 +40,8 @@ bool sto_is_hex_id(const char *s);
 /* Length of the first chunk of data[0..len). When `final` is false and no boundary is found
  * before len, returns 0 (more data needed); with `final`, returns min(len, STO_CHUNK_MAX). */
 size_t sto_chunk_next(const unsigned char *data, size_t len, bool final);
-/* The same rule with smaller chunks (1 KiB min, 4 KiB average, 16 KiB max) for manifests, so a
- * changed line costs about 4 KiB of new manifest, not 16. */
+/* The same rule with smaller chunks (512 B min, 2 KiB average, 8 KiB max) for manifests, so a
+ * changed line costs about 2 KiB of new manifest, not 16. */
 size_t sto_chunk_next_small(const unsigned char *data, size_t len, bool final);
 
 /* ---- blobs (blob.c): the stored form of one chunk ---------------------------------------------
