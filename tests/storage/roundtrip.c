@@ -96,7 +96,7 @@ Test(sto_roundtrip, restore_reproduces_the_tree)
     cr_assert_eq(strlen(info->hash), 64);
     cr_assert_not_null(strchr(info->timestamp, 'T'));
     cr_assert_gt(info->size_bytes, 0);
-    snprintf(out, sizeof(out), "%s/restored", base);
+    snprintf(out, sizeof(out), "%s/new/parents/restored", base); /* parents are created */
     OK(evolve_store_restore(&got, store, info->id, out));
     cr_assert_str_eq(got->agent_type, "claude");
     cr_assert_str_eq(got->workspace_mode, "knowledge");
