@@ -163,11 +163,11 @@ struct sto_store {
     unsigned int threads;
     bool nosync;
 };
-/* A checkpoint record: the public info plus the manifest's chunk ids. */
+/* A checkpoint record: the public info plus the manifest root, a blob listing the manifest's
+ * chunk ids (one per line), so index records stay small however large the tree. */
 struct sto_record {
     evolve_checkpoint_info_t *info;
-    char (*manifest)[STO_HEX_LEN + 1];
-    size_t nmanifest;
+    char root[STO_HEX_LEN + 1];
     int64_t created_ns;
 };
 void sto_record_free(struct sto_record *r);
@@ -189,6 +189,13 @@ int sto_record_list(struct sto_store *st, struct sto_record **out, size_t *count
 void sto_record_list_free(struct sto_record *list, size_t count);
 /* Reads the manifest of a record (chunks verified, paths checked). */
 int sto_manifest_load(struct sto_store *st, const struct sto_record *r, struct sto_manifest *m);
+/* Stores a serialised manifest: its chunks, then the root blob listing them; root receives its
+ * id. */
+int sto_manifest_store(struct sto_store *st, const char *text, size_t len,
+                       char root[STO_HEX_LEN + 1]);
+/* The manifest chunk ids listed by a root blob (verified); *ids is malloc'd. */
+int sto_manifest_ids(struct sto_store *st, const char *root, char (**ids)[STO_HEX_LEN + 1],
+                     size_t *n);
 /* Stores bytes (a manifest) as small chunks; ids are appended to *ids (realloc'd). */
 int sto_store_bytes(struct sto_store *st, const unsigned char *data, size_t len,
                     char (**ids)[STO_HEX_LEN + 1], size_t *nids);
