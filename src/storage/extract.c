@@ -44,7 +44,6 @@ struct xs {
     struct sto_set *seen; /* path -> type ('f','d','l') */
     char **links, **targets;
     size_t nlinks, caplinks;
-    int err; /* an error from our read callback, kept over libarchive's */
 };
 
 static void xs_close(struct xs *x)
@@ -415,9 +414,8 @@ static int write_entry(struct xs *x, int destfd, struct archive_entry *e, const 
             }
         }
         if (rc == 0 && r != ARCHIVE_EOF)
-            rc = x->err ? x->err
-                        : core_error_set(EVOLVE_EIO, "archive: entry \"%s\": %s", path,
-                                         archive_error_string(x->a));
+            rc = core_error_set(EVOLVE_EIO, "archive: entry \"%s\": %s", path,
+                                archive_error_string(x->a));
         if (rc == 0 && ftruncate(fd, (off_t)archive_entry_size(e)) < 0)
             rc = core_error_set(EVOLVE_EIO, "extract: truncate \"%s\": %s", path, strerror(errno));
         if (rc == 0 && (fchmod(fd, mode) < 0 || futimens(fd, times) < 0))
