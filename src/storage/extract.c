@@ -52,10 +52,8 @@ static void xs_close(struct xs *x)
 
     if (x->a)
         archive_read_free(x->a);
-    if (x->loc) {
+    if (x->loc)
         uselocale(x->old);
-        freelocale(x->loc);
-    }
     sto_set_free(x->seen);
     for (i = 0; i < x->nlinks; i++) {
         free(x->links[i]);
@@ -71,7 +69,7 @@ static int xs_open(struct xs *x, sto_read_fn fn, void *payload)
     x->rd.fn = fn;
     x->rd.payload = payload;
     /* Names are read as UTF-8 whatever the process locale is. */
-    x->loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    x->loc = sto_utf8_locale();
     if (x->loc)
         x->old = uselocale(x->loc);
     if (sto_set_new(&x->seen) < 0)

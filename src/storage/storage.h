@@ -201,6 +201,11 @@ int sto_store_bytes(struct sto_store *st, const unsigned char *data, size_t len,
                     char (**ids)[STO_HEX_LEN + 1], size_t *nids);
 
 /* ---- deterministic archives (archive_gen.c) -------------------------------------------------- */
+/* The process-wide C.UTF-8 locale (created once, never freed) that libarchive calls run under
+ * via uselocale(), so names are UTF-8 whatever the process locale is; (locale_t)0 when the
+ * system has none. Creating and freeing locales per call races inside glibc (seen by TSan). */
+#include <locale.h>
+locale_t sto_utf8_locale(void);
 /* Returns the stored (deflated) form of a chunk; the callee owns nothing after it returns. */
 typedef int (*sto_blob_fetch_fn)(void *payload, const char *id, unsigned char **blob,
                                  size_t *blob_len);
