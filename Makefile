@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CTEST_FLAGS ?= --output-on-failure --timeout 900
 
-.PHONY: all build deps test test-asan test-tsan checksrc bench demo format install fuzz clean
+.PHONY: all build deps test test-asan test-tsan test-fuzz checksrc bench demo format install fuzz clean
 
 all: build
 
@@ -18,7 +18,7 @@ build: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	cmake --build build -j $(JOBS)
 
-test: deps checksrc test-asan test-tsan
+test: deps checksrc test-asan test-tsan test-fuzz
 	@echo "make test: all suites passed"
 
 test-asan:
@@ -54,6 +54,10 @@ fuzz: deps
 	  -DEVOLVE_BUILD_TESTS=OFF -DEVOLVE_BUILD_BENCH=OFF >/dev/null
 	cmake --build build-fuzz -j $(JOBS)
 	scripts/run-fuzz.sh build-fuzz $${FUZZ_SECONDS:-30}
+
+# The bounded fuzz pass of `make test`: every target for FUZZ_SECONDS (default 10) seconds.
+test-fuzz:
+	$(MAKE) fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-10}
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -7,6 +7,9 @@
 
 #include "evolve/common.h"
 #include "evolve/event.h"
+#include "evolve/autohand.h"
+#include "evolve/runtime.h"
+#include "evolve/session.h"
 #include "evolve/storage.h"
 
 #endif

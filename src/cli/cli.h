@@ -11,9 +11,11 @@ struct cli_command {
 
 /* Prints "evolve <cmd>: <message>" on stderr, the message from evolve_error_last() when
  * `fmt` is NULL. Returns 1 for use as an exit code. */
-/* evolve checkpoint create|list|show|download|files|restore|verify|gc (checkpoint.c). */
-int cli_checkpoint_main(int argc, char **argv);
-
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Subcommands, one file each: argv[0] is the subcommand name. */
+int cli_checkpoint_main(int argc, char **argv); /* checkpoint.c */
+int cli_mockllm_main(int argc, char **argv);    /* mockllm.c */
+int cli_parse_main(int argc, char **argv);      /* parse.c */
 
 #endif

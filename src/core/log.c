@@ -44,7 +44,7 @@ int core_log_enabled(enum core_log_level level)
 
 static const char *const secret_keys[] = {
     "authorization", "x-api-key", "x-access-token", "api_key", "apikey", "api-key",
-    "access_token",  "password",  "secret",         "_token", "bearer",
+    "access_token",  "password",  "secret",         "_token",  "bearer",
 };
 
 static const char *const secret_prefixes[] = {"sk-", "e2b_", "dtn_", "ghp_", "AIza"};
@@ -108,8 +108,8 @@ char *core_log_redact(char *text, size_t len)
                 continue;
             if (i > 0 && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '-'))
                 continue;
-            while (p + pl + n < end && (isalnum((unsigned char)p[pl + n]) || p[pl + n] == '-' ||
-                                        p[pl + n] == '_'))
+            while (p + pl + n < end &&
+                   (isalnum((unsigned char)p[pl + n]) || p[pl + n] == '-' || p[pl + n] == '_'))
                 n++;
             if (n >= 8) {
                 mask(p, pl + n);

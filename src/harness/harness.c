@@ -11,8 +11,7 @@
 
 #include "core/error.h"
 
-int hns_parser_new(struct hns_parser **out, const char *agent_name, hns_emit_fn emit,
-                   void *payload)
+int hns_parser_new(struct hns_parser **out, const char *agent_name, hns_emit_fn emit, void *payload)
 {
     const struct hns_agent *agent = hns_agent_find(agent_name);
     struct hns_parser *p;
@@ -121,6 +120,53 @@ fail:
     return NULL;
 }
 
+/* The line as a JSON string. Bytes that are not UTF-8 become U+FFFD, one per maximal invalid
+ * subpart (WHATWG decoding, what Node's stdout decoding gives the reference), because a JSON
+ * string cannot hold them; the raw bytes stay in the session log. NULL only on OOM. */
+static json_t *utf8_string(const char *line, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)line;
+    json_t *v = json_stringn(line, len);
+    char *out;
+    size_t i = 0, n = 0;
+
+    if (v)
+        return v;
+    out = malloc(len * 3 + 1);
+    if (!out)
+        return NULL;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t need = c >= 0xC2 && c <= 0xDF   ? 1
+                      : c >= 0xE0 && c <= 0xEF ? 2
+                      : c >= 0xF0 && c <= 0xF4 ? 3
+                                               : 0;
+        unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        size_t k = 1;
+
+        if (c < 0x80) {
+            out[n++] = (char)c;
+            i++;
+            continue;
+        }
+        while (need && k <= need && i + k < len && s[i + k] >= (k == 1 ? lo : 0x80) &&
+               s[i + k] <= (k == 1 ? hi : 0xBF))
+            k++;
+        if (need && k == need + 1) { /* a whole sequence */
+            memcpy(out + n, s + i, k);
+            n += k;
+        } else { /* the lead byte and its valid continuations: one replacement */
+            memcpy(out + n, "\xEF\xBF\xBD", 3);
+            n += 3;
+        }
+        i += k;
+    }
+    v = json_stringn(out, n);
+    free(out);
+    return v;
+}
+
 int hns_emit_unknown(struct hns_parser *p, const char *line, size_t len, const char *reason)
 {
     json_t *u = json_object();
@@ -128,8 +174,8 @@ int hns_emit_unknown(struct hns_parser *p, const char *line, size_t len, const c
     if (!u)
         return core_error_oom();
     if (json_object_set_new(u, "sessionUpdate", json_string("unknown")) < 0 ||
-        json_object_set_new(u, "raw", json_stringn_nocheck(line, len)) < 0 ||
-        json_object_set_new(u, "reason", json_string(reason)) < 0) {
+        json_object_set_new(u, "raw", utf8_string(line, len)) < 0 ||
+        json_object_set_new(u, "reason", utf8_string(reason, strlen(reason))) < 0) {
         json_decref(u);
         return core_error_oom();
     }

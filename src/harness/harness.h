@@ -24,16 +24,16 @@ typedef void (*hns_emit_fn)(void *payload, evolve_update_type_t type, json_t *ev
 
 /* What a command builder needs to know about one run. Strings are borrowed for the call. */
 struct hns_run_spec {
-    const char *prompt;        /* the user's prompt, verbatim (never shell-escaped) */
-    const char *model;         /* NULL: the agent's default */
-    const char *api_key;       /* key for the model endpoint (agent-specific env var) */
-    const char *base_url;      /* model endpoint base URL; NULL: the vendor's */
-    const char *home;          /* the agent's HOME, e.g. "/home/user" */
-    const char *workdir;       /* the run's cwd, e.g. "/home/user/workspace" */
-    const char *session_id;    /* a known agent session id for resume (droid); may be NULL */
-    const char *reasoning;     /* reasoning effort / variant; NULL: default */
-    bool resume;               /* continue the previous conversation (spec §2.3) */
-    bool offline;              /* add the settings that keep a CLI from calling home */
+    const char *prompt;     /* the user's prompt, verbatim (never shell-escaped) */
+    const char *model;      /* NULL: the agent's default */
+    const char *api_key;    /* key for the model endpoint (agent-specific env var) */
+    const char *base_url;   /* model endpoint base URL; NULL: the vendor's */
+    const char *home;       /* the agent's HOME, e.g. "/home/user" */
+    const char *workdir;    /* the run's cwd, e.g. "/home/user/workspace" */
+    const char *session_id; /* a known agent session id for resume (droid); may be NULL */
+    const char *reasoning;  /* reasoning effort / variant; NULL: default */
+    bool resume;            /* continue the previous conversation (spec §2.3) */
+    bool offline;           /* add the settings that keep a CLI from calling home */
 };
 
 /* A file the builder wants written (relative to the agent's HOME) before the process starts. */
@@ -41,16 +41,16 @@ struct hns_file {
     char *path;    /* relative to home, e.g. ".codex/config.toml" */
     char *content; /* malloc'd bytes */
     size_t len;
-    mode_t mode;   /* 0600 for credentials, 0644 otherwise */
+    mode_t mode; /* 0600 for credentials, 0644 otherwise */
 };
 
 /* The process to run. All arrays and strings are malloc'd and owned by the command. */
 struct hns_command {
-    char **argv;              /* NULL-terminated; argv[0] is the program name (PATH lookup) */
-    char **env;               /* NULL-terminated "NAME=value" entries added to the base env */
-    struct hns_file *files;   /* config files to write first */
+    char **argv;            /* NULL-terminated; argv[0] is the program name (PATH lookup) */
+    char **env;             /* NULL-terminated "NAME=value" entries added to the base env */
+    struct hns_file *files; /* config files to write first */
     size_t files_count;
-    char *stdin_data;         /* bytes to write on the child's stdin, then close it; may be NULL */
+    char *stdin_data; /* bytes to write on the child's stdin, then close it; may be NULL */
     size_t stdin_len;
 };
 
@@ -60,6 +60,8 @@ struct hns_agent {
     const char *name;              /* "claude" */
     const char *instruction_file;  /* read by the agent from its cwd: "CLAUDE.md" */
     const char *const *state_dirs; /* dirs under HOME checkpointed with the workspace, NULL-ended */
+    const char *const *state_excludes; /* paths under state_dirs never checkpointed (credentials);
+                                        * NULL-ended; may be NULL */
     const char *default_model;     /* used when the run names none; may be NULL */
     const char *api_key_env;       /* env var the CLI reads its key from, e.g. ANTHROPIC_API_KEY */
     const char *base_url_env;      /* env var for the endpoint, e.g. ANTHROPIC_BASE_URL */
@@ -146,5 +148,65 @@ int hns_command_arg(struct hns_command *cmd, const char *arg);
 int hns_command_env(struct hns_command *cmd, const char *name, const char *value);
 int hns_command_file(struct hns_command *cmd, const char *path, const char *content, mode_t mode);
 void hns_command_dispose(struct hns_command *cmd);
+
+/* ---- harness-b block: event fields, line parsing and usage helpers (src/harness/fields.c),
+ * shared by the qwen, kimi, opencode and droid parsers; any agent may use them. ---------- */
+
+/* Optional OutputEvent fields of one wire line (DESIGN.md §4). Every pointer is borrowed; NULL
+ * means absent. Values are shared into the event (json_incref), never copied or coerced. */
+struct hns_meta {
+    const json_t *session_id;          /* the harness's session id value, verbatim */
+    const json_t *timestamp;           /* ISO 8601 string (see hns_iso_time_ms) */
+    const json_t *model;               /* string */
+    const json_t *message_id;          /* string */
+    const json_t *parent_tool_call_id; /* string */
+    const json_t *extra;               /* object; omitted when empty */
+};
+
+/* Emits {sessionId?, update, timestamp?, model?, messageId?, parentToolCallId?, extra?},
+ * stealing `update` (NULL = a failed build: returns EVOLVE_ENOMEM). `m` may be NULL. */
+int hns_emit_update(struct hns_parser *p, const struct hns_meta *m, json_t *update);
+
+/* Parses one wire line. Returns a new object reference, or NULL after emitting an `unknown`
+ * update (not JSON, or JSON that is not an object) and storing 0 or EVOLVE_ENOMEM in *rc.
+ * Integers beyond 64 bits are read as reals (JS reads every number as a double); strings may
+ * hold U+0000. */
+json_t *hns_parse_object(struct hns_parser *p, const char *line, size_t len, int *rc);
+
+/* JS `Date(ms).toISOString()`: "2026-11-30T04:06:33.721Z"; NULL when `v` is not a finite number
+ * in the JS date range, or on OOM. */
+json_t *hns_iso_time_ms(const json_t *v);
+
+/* {type:"text", text} and {type:"content", content:{type:"text", text}}; NULL only on OOM. */
+json_t *hns_text_block(const char *s, size_t len);
+json_t *hns_text_content(const char *s, size_t len);
+
+/* {sessionUpdate:kind, content} stealing `content`; NULL on OOM (content released). */
+json_t *hns_chunk_update(const char *kind, json_t *content);
+
+/* The numeric sum of the numbers among a, b, c (NULL or non-numbers skipped): an integer when
+ * every operand is one, a real otherwise; NULL when none is a number. A new reference. */
+json_t *hns_number_sum(const json_t *a, const json_t *b, const json_t *c);
+
+/* {sessionUpdate:"usage", scope, usage:{promptTokens?, completionTokens?, cachedTokens?,
+ * costUsd?, extra?}} stealing the four values and `extra` (each may be NULL; an empty extra is
+ * omitted). NULL on OOM. */
+json_t *hns_usage_update(const char *scope, json_t *prompt, json_t *completion, json_t *cached,
+                         json_t *cost, json_t *extra);
+
+/* Copies every member of `src` whose key is not in the NULL-terminated `skip` list into a new
+ * object (values shared). NULL on OOM; an object (maybe empty) otherwise. */
+json_t *hns_object_except(const json_t *src, const char *const *skip);
+
+/* JS `String(v || fallback)` (the title idiom of the reference parsers). malloc'd; NULL on OOM. */
+char *hns_str_or(const json_t *v, const char *fallback);
+
+/* Droid session capture (spec harness-wire §2.4, the session runtime's job): finds a non-empty
+ * string `sessionId` or `session_id` in the raw line, at top level, then recursively under
+ * `result`, `params`, `notification`. Writes it NUL-terminated into out (size bytes) and
+ * returns its length; 0 when the line has none (or is not a JSON object); EVOLVE_EINVAL when
+ * the id does not fit in `size`. */
+int hns_droid_session_id(const char *line, size_t len, char *out, size_t size);
+/* ---- end harness-b block ---- */
 
 #endif

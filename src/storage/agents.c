@@ -1,54 +1,29 @@
 /* agents.c — what a checkpoint contains per agent (spec runtime-storage-swarm §4.2, seed 002):
- * the agent's state dirs relative to the sandbox home, its own excludes, and the reference's
- * global excludes. Owns: the table and the exclude rule. Threads: any (read-only data). */
+ * the agent's state dirs relative to the sandbox home and its own excludes (both from the
+ * agent's harness descriptor), and the reference's global excludes. Owns: the exclude rule. Threads: any (read-only data). */
 #include "storage/storage.h"
 
 #include <fnmatch.h>
 #include <string.h>
 
 #include "core/error.h"
-
-struct agent_dirs {
-    const char *name;
-    const char *const *dirs;
-    const char *const *excludes;
-};
-
-static const char *const none[] = {NULL};
-static const char *const d_claude[] = {".claude", NULL};
-static const char *const d_codex[] = {".codex", NULL};
-static const char *const d_gemini[] = {".gemini", NULL};
-static const char *const d_qwen[] = {".qwen", NULL};
-static const char *const d_kimi[] = {".kimi-code", NULL};
-static const char *const x_kimi[] = {".kimi-code/config.toml", NULL}; /* gateway credentials */
-static const char *const d_droid[] = {".factory", NULL};
-/* The reference archives opencode's XDG data, config and state dirs, never its settingsDir ".". */
-static const char *const d_opencode[] = {".local/share/opencode", ".config/opencode",
-                                         ".local/state/opencode", NULL};
-static const char *const d_autohand[] = {".autohand", NULL};
-
-static const struct agent_dirs table[] = {
-    {"claude", d_claude, none},     {"codex", d_codex, none},       {"gemini", d_gemini, none},
-    {"qwen", d_qwen, none},         {"kimi", d_kimi, x_kimi},       {"droid", d_droid, none},
-    {"opencode", d_opencode, none}, {"autohand", d_autohand, none},
-};
+#include "harness/harness.h"
 
 /* Bare names match a path component at any depth, as GNU tar's --exclude does. */
 static const char *const global_excl[] = {"node_modules", "__pycache__", "*.pyc", ".cache", ".npm",
                                           ".pip",         ".venv",       "venv",  NULL};
 
+/* The agent's state dirs and excludes come from its harness descriptor: one table for both. */
 int sto_agent_dirs(const char *agent, const char *const **dirs, const char *const **excludes)
 {
-    size_t i;
+    static const char *const none[] = {NULL};
+    const struct hns_agent *a = hns_agent_find(agent);
 
-    for (i = 0; agent && i < sizeof(table) / sizeof(table[0]); i++) {
-        if (!strcmp(table[i].name, agent)) {
-            *dirs = table[i].dirs;
-            *excludes = table[i].excludes;
-            return 0;
-        }
-    }
-    return core_error_set(EVOLVE_EINVAL, "Unknown agent type: %s", agent ? agent : "(none)");
+    if (!a)
+        return core_error_set(EVOLVE_EINVAL, "Unknown agent type: %s", agent ? agent : "(none)");
+    *dirs = a->state_dirs ? a->state_dirs : none;
+    *excludes = a->state_excludes ? a->state_excludes : none;
+    return 0;
 }
 
 bool sto_excluded(const char *path, const char *workspace_dir, const char *const *agent_excl)

@@ -28,7 +28,10 @@ struct tap_case {
             return;                                                                                \
         }                                                                                          \
     } while (0)
-#define TAP_CASE(name) {#name, name}
+#define TAP_CASE(name)                                                                             \
+    {                                                                                              \
+#name, name                                                                                \
+    }
 
 /* Runs the cases given (a NULL-terminated array); an argv[1] runs only the case of that name. */
 static inline int tap_run(const struct tap_case *cases, int argc, char **argv)

@@ -131,7 +131,8 @@ bool vec_subset(const json_t *expect, const json_t *actual, char *path, size_t p
 
 static bool ignored(const json_t *ev, unsigned ignore)
 {
-    const char *t = json_string_value(json_object_get(json_object_get(ev, "update"), "sessionUpdate"));
+    const char *t =
+        json_string_value(json_object_get(json_object_get(ev, "update"), "sessionUpdate"));
 
     if (!t)
         return false;

@@ -22,8 +22,8 @@ json_t *vec_case(json_t *cases, const char *name);
 json_t *vec_run(const char *agent, const json_t *vcase);
 
 /* Bit set of update types to skip among OUR events before matching. */
-#define VEC_IGNORE_USAGE 1u
-#define VEC_IGNORE_ERROR 2u
+#define VEC_IGNORE_USAGE   1u
+#define VEC_IGNORE_ERROR   2u
 #define VEC_IGNORE_UNKNOWN 4u
 
 /* Compares `expect` (the case's expect array, or an edited copy) with `actual`. Returns true on a

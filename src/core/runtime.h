@@ -1,0 +1,24 @@
+/* core/runtime.h — what the public evolve_runtime_t owns, for the modules that run on it. */
+#ifndef EVOLVE_CORE_RUNTIME_H
+#define EVOLVE_CORE_RUNTIME_H
+
+#include <jansson.h>
+
+#include "actors/runtime_public.h"
+#include "io/reactor.h"
+#include "providers/provider.h"
+
+/* The I/O reactor of the runtime. Borrowed. @thread any */
+struct io_reactor *core_runtime_io(evolve_runtime_t *rt);
+
+/* The provider named `name` ("local"; cloud providers when built in), created on first use and
+ * shared by every session of the runtime. Borrowed until evolve_runtime_free.
+ * Returns 0, EVOLVE_ENOTFOUND (unknown name, message lists the known ones) or the provider's
+ * own error. @thread any */
+int core_runtime_provider(struct prov **out, evolve_runtime_t *rt, const char *name);
+
+/* The pricing table (data/pricing.json or $EVOLVE_PRICING), loaded once; NULL when it cannot be
+ * loaded (then nothing is priced by table). Borrowed. @thread any */
+json_t *core_runtime_pricing(evolve_runtime_t *rt);
+
+#endif

@@ -1,0 +1,36 @@
+/* replay.c — the replay agent for load tests: its "command" re-emits a recorded Claude Code
+ * stream-json trace, so a run exercises spawning, stdout plumbing, line splitting, parsing and
+ * publishing without any model. The trace file is the run's `prompt` (a path inside the
+ * sandbox, e.g. "/home/user/workspace/trace.jsonl"); argv is `cat -- <path>`. Its parser is the
+ * claude parser (same events, same deliberate differences; see claude.c).
+ * Threads: as claude.c. */
+#include <string.h>
+
+#include "core/error.h"
+#include "harness/claude.h"
+
+static int build_command(struct hns_command *cmd, const struct hns_run_spec *spec)
+{
+    if (!spec || !spec->prompt || !*spec->prompt)
+        return core_error_set(EVOLVE_EINVAL, "replay: the run's prompt must be the trace path");
+    if (hns_command_arg(cmd, "cat") < 0 || hns_command_arg(cmd, "--") < 0 ||
+        hns_command_arg(cmd, spec->prompt) < 0)
+        return EVOLVE_ENOMEM;
+    return 0;
+}
+
+static const char *const replay_dirs[] = {NULL};
+
+const struct hns_agent hns_agent_replay = {
+    .name = "replay",
+    .instruction_file = "CLAUDE.md",
+    .state_dirs = replay_dirs,
+    .default_model = NULL,
+    .api_key_env = NULL,
+    .base_url_env = NULL,
+    .state_new = hns_claude_state_new,
+    .state_free = hns_claude_state_free,
+    .parse_line = hns_claude_parse_line,
+    .finish = NULL,
+    .build_command = build_command,
+};
