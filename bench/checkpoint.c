@@ -140,6 +140,11 @@ static void gen_tree(size_t mb)
     write_file(".claude/projects/p/session.jsonl", buf, 2000 * 50 - 1);
     write_file(".claude/settings.json", (const unsigned char *)"{}", 2);
     total_bytes = text + bin;
+    { /* fixed directory mtimes too, so the archive (and its hash) is the same on every run */
+        char cmd[1300];
+        snprintf(cmd, sizeof(cmd), "find '%s' -type d -exec touch -d @1700000000 {} +", home);
+        sh(cmd);
+    }
     free(buf);
 }
 
@@ -330,6 +335,10 @@ int main(void)
             fseek(f, (long)(next() % (uint64_t)(st.st_size > 64 ? st.st_size - 64 : 1)), SEEK_SET);
             fwrite(patch, 1, st.st_size >= 64 ? 64 : (size_t)st.st_size, f);
             fclose(f);
+            { /* a fixed mtime per round keeps the checksum reproducible */
+                struct timespec t[2] = {{1700000000 + k, 0}, {1700000000 + k, 0}};
+                utimensat(AT_FDCWD, p, t, 0);
+            }
         }
         info = checkpoint(s);
     }

@@ -87,8 +87,10 @@ static int parse(struct args *a, int argc, char **argv)
         else if (!strcmp(f, "--limit") && v) {
             char *end;
             long l = strtol(v, &end, 10);
-            if (*end || end == v)
-                return cli_fail("checkpoint", "--limit wants a number, got '%s'", v) ? -2 : -2;
+            if (*end || end == v) {
+                cli_fail("checkpoint", "--limit wants a number, got '%s'", v);
+                return -2;
+            }
             a->limit = (int)(l > 100000 ? 100000 : l < -1 ? -1 : l);
             i++;
             continue;

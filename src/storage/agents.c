@@ -1,6 +1,7 @@
 /* agents.c — what a checkpoint contains per agent (spec runtime-storage-swarm §4.2, seed 002):
  * the agent's state dirs relative to the sandbox home and its own excludes (both from the
- * agent's harness descriptor), and the reference's global excludes. Owns: the exclude rule. Threads: any (read-only data). */
+ * agent's harness descriptor), and the reference's global excludes. Owns: the exclude rule.
+ * Threads: any (read-only data). */
 #include "storage/storage.h"
 
 #include <fnmatch.h>

@@ -27,8 +27,7 @@ static int default_root(char *out, size_t size)
     if (eh && *eh)
         n = snprintf(out, size, "%s/store", eh);
     else {
-        if ((!home || !*home) && getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
-            res)
+        if ((!home || !*home) && getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res)
             home = res->pw_dir;
         if (!home || !*home)
             return core_error_set(EVOLVE_EINVAL, "store: neither EVOLVE_HOME nor HOME is set");

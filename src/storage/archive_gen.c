@@ -12,6 +12,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <locale.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -45,6 +46,20 @@ struct sto_archive_gen {
 };
 
 static const unsigned char zeros[STO_CHUNK_MAX];
+
+static pthread_once_t loc_once = PTHREAD_ONCE_INIT;
+static locale_t loc_utf8;
+
+static void loc_init(void)
+{
+    loc_utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+locale_t sto_utf8_locale(void)
+{
+    pthread_once(&loc_once, loc_init);
+    return loc_utf8;
+}
 
 static la_ssize_t on_write(struct archive *a, void *cd, const void *buf, size_t len)
 {
@@ -82,7 +97,7 @@ int sto_archive_gen_new(struct sto_archive_gen **out, const struct sto_manifest 
     g->fetch = fetch;
     g->payload = payload;
     g->crc = (uint32_t)crc32(0L, Z_NULL, 0);
-    g->loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    g->loc = sto_utf8_locale();
     if (deflateInit2(&g->z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
         free(g);
         return core_error_oom();
@@ -128,8 +143,6 @@ void sto_archive_gen_free(struct sto_archive_gen *g)
         archive_write_free(g->a); /* no close: an unfinished archive writes nothing more */
     if (g->z_ready)
         deflateEnd(&g->z);
-    if (g->loc)
-        freelocale(g->loc);
     free(g->plain);
     free(g->out);
     free(g->blob);

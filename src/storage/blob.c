@@ -58,8 +58,8 @@ int sto_blob_encode(unsigned char **out, size_t *out_len, const void *data, size
         return core_error_set(EVOLVE_EINVAL, "blob: chunk of %zu bytes is too large", len);
     memset(&z, 0, sizeof(z));
     /* Level 6 (gzip's default) and default memLevel: the output is part of the archive bytes. */
-    if (deflateInit2(&z, looks_random(data, len) ? 0 : 6, Z_DEFLATED, -15, 8,
-                     Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&z, looks_random(data, len) ? 0 : 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK)
         return core_error_oom();
     cap = STO_BLOB_HDR + deflateBound(&z, (uLong)len) + 16;
     buf = malloc(cap);

@@ -261,7 +261,7 @@ int sto_checkpoint(struct sto_store *st, const char *home, const evolve_checkpoi
     if (rc == 0)
         rc = sto_manifest_serialize(&m, &text, &tlen);
     if (rc == 0)
-        rc = sto_store_bytes(st, (const unsigned char *)text, tlen, &r.manifest, &r.nmanifest);
+        rc = sto_manifest_store(st, text, tlen, r.root);
     if (rc == 0)
         rc = sto_archive_hash(&m, sto_store_fetch, st, hash, &size);
     if (rc == 0)

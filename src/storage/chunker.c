@@ -2,30 +2,25 @@
  * so an edit inside a large file changes one or two chunks instead of the whole file, and a file
  * that only grows (agent session logs) shares all earlier chunks.
  * Owns: the gear table (a fixed, seeded sequence: part of the on-disk format) and the cut rule.
- * Threads: any; the table is built once behind a release/acquire flag. */
+ * Threads: any; the table is built once under pthread_once. */
 #include "storage/storage.h"
 
-#include <stdatomic.h>
+#include <pthread.h>
 
 static uint64_t gear[256];
-static atomic_int gear_ready;
+static pthread_once_t gear_once = PTHREAD_ONCE_INIT;
 
-static void gear_init(void)
+static void gear_fill(void)
 {
     uint64_t x = 0x65766f6c76653031ull; /* "evolve01": fixed forever */
     int i;
 
-    /* acquire: pairs with the release store below, so a reader sees the whole table. */
-    if (atomic_load_explicit(&gear_ready, memory_order_acquire))
-        return;
     for (i = 0; i < 256; i++) {
         uint64_t z = (x += 0x9e3779b97f4a7c15ull); /* splitmix64 */
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
         gear[i] = z ^ (z >> 31);
     }
-    /* release: publishes the table; concurrent first callers write identical values. */
-    atomic_store_explicit(&gear_ready, 1, memory_order_release);
 }
 
 static size_t cut(const unsigned char *data, size_t len, bool final, size_t min, int bits,
@@ -35,7 +30,7 @@ static size_t cut(const unsigned char *data, size_t len, bool final, size_t min,
     size_t i, end = len < max ? len : max;
     uint64_t h = 0;
 
-    gear_init();
+    pthread_once(&gear_once, gear_fill); /* publishes the table to every caller */
     if (len <= min)
         return final ? len : 0;
     /* The hash only depends on the last 64 bytes, so start 64 bytes before the window opens. */
@@ -58,5 +53,5 @@ size_t sto_chunk_next(const unsigned char *data, size_t len, bool final)
 
 size_t sto_chunk_next_small(const unsigned char *data, size_t len, bool final)
 {
-    return cut(data, len, final, 1024, 12, 16384);
+    return cut(data, len, final, 512, 11, 8192);
 }

@@ -44,7 +44,6 @@ struct xs {
     struct sto_set *seen; /* path -> type ('f','d','l') */
     char **links, **targets;
     size_t nlinks, caplinks;
-    int err; /* an error from our read callback, kept over libarchive's */
 };
 
 static void xs_close(struct xs *x)
@@ -53,10 +52,8 @@ static void xs_close(struct xs *x)
 
     if (x->a)
         archive_read_free(x->a);
-    if (x->loc) {
+    if (x->loc)
         uselocale(x->old);
-        freelocale(x->loc);
-    }
     sto_set_free(x->seen);
     for (i = 0; i < x->nlinks; i++) {
         free(x->links[i]);
@@ -72,7 +69,7 @@ static int xs_open(struct xs *x, sto_read_fn fn, void *payload)
     x->rd.fn = fn;
     x->rd.payload = payload;
     /* Names are read as UTF-8 whatever the process locale is. */
-    x->loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    x->loc = sto_utf8_locale();
     if (x->loc)
         x->old = uselocale(x->loc);
     if (sto_set_new(&x->seen) < 0)
@@ -415,9 +412,8 @@ static int write_entry(struct xs *x, int destfd, struct archive_entry *e, const 
             }
         }
         if (rc == 0 && r != ARCHIVE_EOF)
-            rc = x->err ? x->err
-                        : core_error_set(EVOLVE_EIO, "archive: entry \"%s\": %s", path,
-                                         archive_error_string(x->a));
+            rc = core_error_set(EVOLVE_EIO, "archive: entry \"%s\": %s", path,
+                                archive_error_string(x->a));
         if (rc == 0 && ftruncate(fd, (off_t)archive_entry_size(e)) < 0)
             rc = core_error_set(EVOLVE_EIO, "extract: truncate \"%s\": %s", path, strerror(errno));
         if (rc == 0 && (fchmod(fd, mode) < 0 || futimens(fd, times) < 0))

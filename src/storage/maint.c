@@ -79,13 +79,19 @@ static void report(struct damage *d, const char *what, const char *msg)
 static int add_refs(struct sto_store *st, const struct sto_record *r, struct sto_set *refs,
                     struct sto_manifest *m)
 {
-    size_t i, k;
+    char(*ids)[STO_HEX_LEN + 1] = NULL;
+    size_t i, k, n = 0;
     int rc;
 
-    for (i = 0; i < r->nmanifest; i++)
-        if (sto_set_add(refs, r->manifest[i], 1) < 0)
-            return EVOLVE_ENOMEM;
-    rc = sto_manifest_load(st, r, m);
+    if (sto_set_add(refs, r->root, 1) < 0)
+        return EVOLVE_ENOMEM;
+    rc = sto_manifest_ids(st, r->root, &ids, &n);
+    for (i = 0; rc == 0 && i < n; i++)
+        if (sto_set_add(refs, ids[i], 1) < 0)
+            rc = EVOLVE_ENOMEM;
+    free(ids);
+    if (rc == 0)
+        rc = sto_manifest_load(st, r, m);
     for (i = 0; rc == 0 && i < m->count; i++)
         for (k = 0; k < m->entries[i].nchunks; k++)
             if (sto_set_add(refs, m->entries[i].chunks[k], 1) < 0)

@@ -132,11 +132,27 @@ static int check_empty(const char *dest)
     return rc;
 }
 
+static int mkdir_p(const char *dir)
+{
+    char p[PATH_MAX], *s;
+
+    if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+        return core_error_set(EVOLVE_EINVAL, "path too long: %s", dir);
+    for (s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        mkdir(p, 0755);
+        *s = '/';
+    }
+    if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        return core_error_set(EVOLVE_EIO, "mkdir %s: %s", dir, strerror(errno));
+    return 0;
+}
+
 int sto_restore(struct sto_store *st, const char *id, const char *dest, struct sto_record *out)
 {
     struct sto_record r = {0};
     struct sto_manifest m = {0};
-    char parent[PATH_MAX], stage[PATH_MAX + 32];
+    char parent[PATH_MAX], stage[PATH_MAX + 32], *pdir;
     int rc = check_empty(dest);
 
     if (rc < 0)
@@ -146,7 +162,11 @@ int sto_restore(struct sto_store *st, const char *id, const char *dest, struct s
         return rc;
     /* Extract beside dest and rename: a failed restore leaves nothing in dest. */
     snprintf(parent, sizeof(parent), "%s", dest);
-    snprintf(stage, sizeof(stage), "%s/.evolve-restore-XXXXXX", dirname(parent));
+    pdir = dirname(parent);
+    snprintf(stage, sizeof(stage), "%s/.evolve-restore-XXXXXX", pdir);
+    rc = mkdir_p(pdir);
+    if (rc < 0)
+        goto done;
     if (!mkdtemp(stage)) {
         rc = core_error_set(EVOLVE_EIO, "restore: mkdtemp %s: %s", stage, strerror(errno));
         goto done;
@@ -166,22 +186,6 @@ done:
     else
         *out = r;
     return rc < 0 ? core_error_prefix("restore of %s: ", id) : 0;
-}
-
-static int mkdir_p(const char *dir)
-{
-    char p[PATH_MAX], *s;
-
-    if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
-        return core_error_set(EVOLVE_EINVAL, "path too long: %s", dir);
-    for (s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        mkdir(p, 0755);
-        *s = '/';
-    }
-    if (mkdir(p, 0755) < 0 && errno != EEXIST)
-        return core_error_set(EVOLVE_EIO, "mkdir %s: %s", dir, strerror(errno));
-    return 0;
 }
 
 static int write_archive(struct sto_store *st, const struct sto_record *r,

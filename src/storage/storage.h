@@ -40,8 +40,8 @@ bool sto_is_hex_id(const char *s);
 /* Length of the first chunk of data[0..len). When `final` is false and no boundary is found
  * before len, returns 0 (more data needed); with `final`, returns min(len, STO_CHUNK_MAX). */
 size_t sto_chunk_next(const unsigned char *data, size_t len, bool final);
-/* The same rule with smaller chunks (1 KiB min, 4 KiB average, 16 KiB max) for manifests, so a
- * changed line costs about 4 KiB of new manifest, not 16. */
+/* The same rule with smaller chunks (512 B min, 2 KiB average, 8 KiB max) for manifests, so a
+ * changed line costs about 2 KiB of new manifest, not 16. */
 size_t sto_chunk_next_small(const unsigned char *data, size_t len, bool final);
 
 /* ---- blobs (blob.c): the stored form of one chunk ---------------------------------------------
@@ -163,11 +163,11 @@ struct sto_store {
     unsigned int threads;
     bool nosync;
 };
-/* A checkpoint record: the public info plus the manifest's chunk ids. */
+/* A checkpoint record: the public info plus the manifest root, a blob listing the manifest's
+ * chunk ids (one per line), so index records stay small however large the tree. */
 struct sto_record {
     evolve_checkpoint_info_t *info;
-    char (*manifest)[STO_HEX_LEN + 1];
-    size_t nmanifest;
+    char root[STO_HEX_LEN + 1];
     int64_t created_ns;
 };
 void sto_record_free(struct sto_record *r);
@@ -189,11 +189,23 @@ int sto_record_list(struct sto_store *st, struct sto_record **out, size_t *count
 void sto_record_list_free(struct sto_record *list, size_t count);
 /* Reads the manifest of a record (chunks verified, paths checked). */
 int sto_manifest_load(struct sto_store *st, const struct sto_record *r, struct sto_manifest *m);
+/* Stores a serialised manifest: its chunks, then the root blob listing them; root receives its
+ * id. */
+int sto_manifest_store(struct sto_store *st, const char *text, size_t len,
+                       char root[STO_HEX_LEN + 1]);
+/* The manifest chunk ids listed by a root blob (verified); *ids is malloc'd. */
+int sto_manifest_ids(struct sto_store *st, const char *root, char (**ids)[STO_HEX_LEN + 1],
+                     size_t *n);
 /* Stores bytes (a manifest) as small chunks; ids are appended to *ids (realloc'd). */
 int sto_store_bytes(struct sto_store *st, const unsigned char *data, size_t len,
                     char (**ids)[STO_HEX_LEN + 1], size_t *nids);
 
 /* ---- deterministic archives (archive_gen.c) -------------------------------------------------- */
+/* The process-wide C.UTF-8 locale (created once, never freed) that libarchive calls run under
+ * via uselocale(), so names are UTF-8 whatever the process locale is; (locale_t)0 when the
+ * system has none. Creating and freeing locales per call races inside glibc (seen by TSan). */
+#include <locale.h>
+locale_t sto_utf8_locale(void);
 /* Returns the stored (deflated) form of a chunk; the callee owns nothing after it returns. */
 typedef int (*sto_blob_fetch_fn)(void *payload, const char *id, unsigned char **blob,
                                  size_t *blob_len);

@@ -159,26 +159,20 @@ void sto_record_free(struct sto_record *r)
     if (!r)
         return;
     sto_info_free(r->info);
-    free(r->manifest);
     memset(r, 0, sizeof(*r));
 }
 
 int sto_record_write(struct sto_store *st, const struct sto_record *r)
 {
-    json_t *o = sto_info_to_json(r->info), *ev = NULL, *ids = json_array();
+    json_t *o = sto_info_to_json(r->info), *ev = NULL;
     char key[256], *text = NULL;
-    size_t i;
     int rc = 0;
 
-    for (i = 0; o && ids && i < r->nmanifest; i++)
-        if (json_array_append_new(ids, json_string(r->manifest[i])) < 0)
-            break;
-    if (o && ids && i == r->nmanifest)
-        ev = json_pack("{s:i,s:I,s:O}", "store", STORE_FORMAT, "createdNs",
-                       (json_int_t)r->created_ns, "manifest", ids);
+    if (o)
+        ev = json_pack("{s:i,s:I,s:s}", "store", STORE_FORMAT, "createdNs",
+                       (json_int_t)r->created_ns, "manifest", r->root);
     if (ev && json_object_set_new(o, "evolve", ev) == 0)
         text = json_dumps(o, JSON_INDENT(2));
-    json_decref(ids);
     json_decref(o);
     if (!text)
         return core_error_oom();
@@ -204,35 +198,23 @@ static bool valid_id(const char *id)
 static int parse_record(struct sto_record *r, const unsigned char *text, size_t len,
                         const char *what)
 {
-    json_t *o = json_loadb((const char *)text, len, 0, NULL), *ids = NULL;
+    json_t *o = json_loadb((const char *)text, len, 0, NULL);
     json_int_t created = 0, format = 0;
-    size_t i;
+    const char *root = NULL;
     int rc;
 
     memset(r, 0, sizeof(*r));
     if (!o)
         return core_error_set(EVOLVE_ECORRUPT, "%s: index record is not JSON", what);
-    if (json_unpack(o, "{s:{s:I,s:I,s:o}}", "evolve", "store", &format, "createdNs", &created,
-                    "manifest", &ids) < 0 ||
-        format != STORE_FORMAT || !json_is_array(ids)) {
+    if (json_unpack(o, "{s:{s:I,s:I,s:s}}", "evolve", "store", &format, "createdNs", &created,
+                    "manifest", &root) < 0 ||
+        format != STORE_FORMAT || !sto_is_hex_id(root)) {
         json_decref(o);
         return core_error_set(EVOLVE_ECORRUPT, "%s: index record has no manifest", what);
     }
     rc = sto_info_from_json(&r->info, o, what);
-    r->nmanifest = json_array_size(ids);
     r->created_ns = (int64_t)created;
-    if (rc == 0) {
-        r->manifest = calloc(r->nmanifest ? r->nmanifest : 1, sizeof(*r->manifest));
-        if (!r->manifest)
-            rc = core_error_oom();
-    }
-    for (i = 0; rc == 0 && i < r->nmanifest; i++) {
-        const char *id = json_string_value(json_array_get(ids, i));
-        if (!sto_is_hex_id(id))
-            rc = core_error_set(EVOLVE_ECORRUPT, "%s: bad manifest chunk id", what);
-        else
-            memcpy(r->manifest[i], id, STO_HEX_LEN + 1);
-    }
+    memcpy(r->root, root, STO_HEX_LEN + 1);
     if (rc == 0 && (!valid_id(r->info->id) || !sto_is_hex_id(r->info->hash)))
         rc = core_error_set(EVOLVE_ECORRUPT, "%s: bad id or hash", what);
     json_decref(o);
@@ -354,14 +336,92 @@ int sto_record_load(struct sto_store *st, const char *id_or_latest, struct sto_r
     return 0;
 }
 
+static int put_blob(struct sto_store *st, const void *data, size_t len, char id[STO_HEX_LEN + 1])
+{
+    unsigned char *blob = NULL;
+    size_t blen = 0;
+    char key[128];
+    int rc = sto_sha256_hex(id, data, len);
+
+    if (rc == 0)
+        rc = sto_blob_key(key, sizeof(key), id);
+    if (rc == 0)
+        rc = st->be->ops->exists(st->be, key);
+    if (rc == 0) {
+        rc = sto_blob_encode(&blob, &blen, data, len);
+        if (rc == 0)
+            rc = st->be->ops->put(st->be, key, blob, blen, STO_PUT_NOSYNC);
+        free(blob);
+    }
+    return rc > 0 ? 0 : rc;
+}
+
+int sto_manifest_store(struct sto_store *st, const char *text, size_t len,
+                       char root[STO_HEX_LEN + 1])
+{
+    char(*ids)[STO_HEX_LEN + 1] = NULL, *list;
+    size_t n = 0, i;
+    int rc = sto_store_bytes(st, (const unsigned char *)text, len, &ids, &n);
+
+    list = rc == 0 ? malloc(n * (STO_HEX_LEN + 1) + 1) : NULL;
+    if (rc == 0 && !list)
+        rc = core_error_oom();
+    for (i = 0; rc == 0 && i < n; i++) {
+        memcpy(list + i * (STO_HEX_LEN + 1), ids[i], STO_HEX_LEN);
+        list[i * (STO_HEX_LEN + 1) + STO_HEX_LEN] = '\n';
+    }
+    if (rc == 0)
+        rc = put_blob(st, list, n * (STO_HEX_LEN + 1), root);
+    free(list);
+    free(ids);
+    return rc;
+}
+
+int sto_manifest_ids(struct sto_store *st, const char *root, char (**ids)[STO_HEX_LEN + 1],
+                     size_t *n)
+{
+    unsigned char *list = NULL;
+    size_t len = 0, i;
+    int rc = sto_blob_read(st, root, &list, &len);
+
+    *ids = NULL;
+    *n = 0;
+    if (rc < 0)
+        return rc;
+    if (len % (STO_HEX_LEN + 1)) {
+        free(list);
+        return core_error_set(EVOLVE_ECORRUPT, "manifest root %s is malformed", root);
+    }
+    *n = len / (STO_HEX_LEN + 1);
+    *ids = calloc(*n ? *n : 1, sizeof(**ids));
+    if (!*ids) {
+        free(list);
+        return core_error_oom();
+    }
+    for (i = 0; rc == 0 && i < *n; i++) {
+        memcpy((*ids)[i], list + i * (STO_HEX_LEN + 1), STO_HEX_LEN);
+        (*ids)[i][STO_HEX_LEN] = '\0';
+        if (!sto_is_hex_id((*ids)[i]))
+            rc = core_error_set(EVOLVE_ECORRUPT, "manifest root %s is malformed", root);
+    }
+    free(list);
+    if (rc < 0) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
 int sto_manifest_load(struct sto_store *st, const struct sto_record *r, struct sto_manifest *m)
 {
+    char(*ids)[STO_HEX_LEN + 1] = NULL;
     unsigned char *text = NULL, *part;
-    size_t len = 0, plen, i;
-    int rc = 0;
+    size_t len = 0, plen, i, n = 0;
+    int rc = sto_manifest_ids(st, r->root, &ids, &n);
 
-    for (i = 0; rc == 0 && i < r->nmanifest; i++) {
-        rc = sto_blob_read(st, r->manifest[i], &part, &plen);
+    for (i = 0; rc == 0 && i < n; i++) {
+        rc = sto_blob_read(st, ids[i], &part, &plen);
         if (rc == 0) {
             unsigned char *nt = realloc(text, len + plen + 1);
             if (!nt)
@@ -374,8 +434,9 @@ int sto_manifest_load(struct sto_store *st, const struct sto_record *r, struct s
             free(part);
         }
     }
+    free(ids);
     if (rc == 0)
-        rc = sto_manifest_parse(m, (const char *)text, len, r->info->id);
+        rc = sto_manifest_parse(m, text ? (const char *)text : "", len, r->info->id);
     else
         core_error_prefix("checkpoint %s: ", r->info->id);
     free(text);

@@ -250,9 +250,7 @@ Test(sto_hostile, tampered_manifest_is_refused_by_restore_and_download)
         evolve_store_t *pub = NULL;
         char id[64];
         snprintf(id, sizeof(id), "ckpt_tampered_%zu", k);
-        cr_assert_eq(sto_store_bytes(st, (const unsigned char *)texts[k], strlen(texts[k]),
-                                     &r.manifest, &r.nmanifest),
-                     0);
+        cr_assert_eq(sto_manifest_store(st, texts[k], strlen(texts[k]), r.root), 0);
         cr_assert_eq(st->be->ops->sync(st->be), 0);
         r.info = calloc(1, sizeof(*r.info));
         r.info->id = strdup(id);

@@ -96,7 +96,7 @@ Test(sto_roundtrip, restore_reproduces_the_tree)
     cr_assert_eq(strlen(info->hash), 64);
     cr_assert_not_null(strchr(info->timestamp, 'T'));
     cr_assert_gt(info->size_bytes, 0);
-    snprintf(out, sizeof(out), "%s/restored", base);
+    snprintf(out, sizeof(out), "%s/new/parents/restored", base); /* parents are created */
     OK(evolve_store_restore(&got, store, info->id, out));
     cr_assert_str_eq(got->agent_type, "claude");
     cr_assert_str_eq(got->workspace_mode, "knowledge");
@@ -486,4 +486,30 @@ Test(sto_roundtrip, long_names_fifos_and_planted_links)
     cr_assert_eq(tt_compare(home, out, why, sizeof(why)), 0, "%s", why);
     evolve_checkpoint_info_free(g);
     evolve_checkpoint_info_free(info);
+}
+
+Test(sto_roundtrip, default_root_is_evolve_home_store_and_versions_are_checked)
+{
+    evolve_store_options_t bad = {.version = 99};
+    evolve_checkpoint_options_t co = {.version = 0, .agent_type = "claude"};
+    evolve_checkpoint_info_t *info = NULL;
+    evolve_store_t *s = NULL;
+    char eh[700], idx[800];
+
+    snprintf(eh, sizeof(eh), "%s/evolve-home", base);
+    setenv("EVOLVE_HOME", eh, 1);
+    OK(evolve_store_open(&s, NULL));
+    tt_file(home, "workspace/a", "a", 0644);
+    cr_assert_eq(evolve_store_checkpoint(&info, s, home, &co), EVOLVE_EINVAL);
+    cr_assert_not_null(strstr(evolve_error_last()->message, "evolve_checkpoint_options_t"));
+    co.version = EVOLVE_CHECKPOINT_OPTIONS_VERSION;
+    OK(evolve_store_checkpoint(&info, s, home, &co));
+    snprintf(idx, sizeof(idx), "%s/store/index/%s.json", eh, info->id);
+    cr_assert_eq(access(idx, F_OK), 0, "no %s", idx);
+    evolve_checkpoint_info_free(info);
+    evolve_store_free(s);
+    s = NULL;
+    cr_assert_eq(evolve_store_open(&s, &bad), EVOLVE_EINVAL);
+    cr_assert_null(s);
+    unsetenv("EVOLVE_HOME");
 }
