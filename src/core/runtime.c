@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/ledger.h"
+#include "providers/daytona.h"
 #include "providers/e2b.h"
 #include "providers/local.h"
 
@@ -21,6 +22,7 @@ struct evolve_runtime {
     pthread_mutex_t lock; /* guards the lazily created members below */
     struct prov *local;
     struct prov *e2b;
+    struct prov *daytona;
     json_t *pricing;
     int pricing_loaded;
 };
@@ -86,6 +88,8 @@ void evolve_runtime_free(evolve_runtime_t *rt)
         rt->local->ops->free(rt->local);
     if (rt->e2b)
         rt->e2b->ops->free(rt->e2b);
+    if (rt->daytona)
+        rt->daytona->ops->free(rt->daytona);
     io_reactor_free(rt->io);
     act_runtime_free(rt->act);
     json_decref(rt->pricing);
@@ -149,6 +153,8 @@ static int shared_provider(struct prov **out, evolve_runtime_t *rt, struct prov 
             rc = prov_local_new(slot, &o, &env);
         } else if (!strcmp(name, "e2b")) {
             rc = prov_e2b_new(slot, NULL, rt->io);
+        } else if (!strcmp(name, "daytona")) {
+            rc = prov_daytona_new(slot, NULL, rt->io);
         }
     }
     *out = *slot;
@@ -170,6 +176,8 @@ int core_runtime_provider(struct prov **out, evolve_runtime_t *rt, const char *n
         return shared_provider(out, rt, &rt->local, "local");
     if (!strcmp(name, "e2b"))
         return shared_provider(out, rt, &rt->e2b, "e2b");
+    if (!strcmp(name, "daytona"))
+        return shared_provider(out, rt, &rt->daytona, "daytona");
     if (!strcmp(name, "modal"))
         return core_error_set(EVOLVE_EUNSUPPORTED, "Modal is not supported yet");
     return core_error_set(EVOLVE_ENOTFOUND,

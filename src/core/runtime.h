@@ -11,8 +11,8 @@
 /* The I/O reactor of the runtime. Borrowed. @thread any */
 struct io_reactor *core_runtime_io(evolve_runtime_t *rt);
 
-/* The provider named `name` ("local", "e2b", "daytona", or "auto": core_provider_resolve), created on first use and
- * shared by every session of the runtime. Borrowed until evolve_runtime_free.
+/* The provider named `name` ("local", "e2b", "daytona", or "auto": core_provider_resolve), created
+ * on first use and shared by every session of the runtime. Borrowed until evolve_runtime_free.
  * Returns 0, EVOLVE_ENOTFOUND (unknown name, message lists the known ones) or the provider's
  * own error. @thread any */
 int core_runtime_provider(struct prov **out, evolve_runtime_t *rt, const char *name);

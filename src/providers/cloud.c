@@ -194,8 +194,8 @@ enum bat_failure prov_cloud_failure(const struct prov_status *st, bool during_cr
         *retry_after_ms_out = ra;
     if (st->code == 0)
         return BAT_FAILURE_NONE;
-    capacity = status == 429 || status == 503 || status == 504 ||
-               strstr(st->message, "capacity") != NULL;
+    capacity =
+        status == 429 || status == 503 || status == 504 || strstr(st->message, "capacity") != NULL;
     if (during_create) {
         if (capacity)
             return BAT_FAILURE_CAPACITY;

@@ -50,8 +50,8 @@ void e2b_sbx_unref(struct e2b_sbx *s)
     free(s);
 }
 
-struct e2b_op *e2b_op_new(struct e2b_prov *p, struct e2b_sbx *sbx, prov_done_cb done,
-                          void *payload, int kind, const char *what)
+struct e2b_op *e2b_op_new(struct e2b_prov *p, struct e2b_sbx *sbx, prov_done_cb done, void *payload,
+                          int kind, const char *what)
 {
     struct e2b_op *op = calloc(1, sizeof(*op));
 
@@ -320,10 +320,10 @@ static int e2b_create(struct prov *pp, const struct prov_create_spec *spec, prov
     op = e2b_op_new(p, NULL, done, payload, K_CREATE, "e2b create");
     if (!op)
         return EVOLVE_ENOMEM;
-    body = json_pack("{s:s, s:i, s:o, s:o, s:b, s:b}", "templateID", p->template_id, "timeout",
-                     (int)p->timeout_s, "metadata", label_object(), "envVars",
-                     env_object(spec->envp), "secure", 1, "allow_internet_access",
-                     !spec->no_network);
+    body =
+        json_pack("{s:s, s:i, s:o, s:o, s:b, s:b}", "templateID", p->template_id, "timeout",
+                  (int)p->timeout_s, "metadata", label_object(), "envVars", env_object(spec->envp),
+                  "secure", 1, "allow_internet_access", !spec->no_network);
     if (!body)
         return op_fail_start(op, core_error_oom());
     /* Not idempotent: a retried create after a lost reply would leak a sandbox (429 and refused
@@ -385,16 +385,16 @@ static int box_call(struct prov_box *box, int kind, const char *verb, const char
         return EVOLVE_ENOMEM;
     }
     snprintf(path, sizeof(path), "/sandboxes/%s%s", box->id, suffix);
-    if (api_call(op, method, path, body,
-                 kind == K_RESUME ? on_sandbox_reply : on_empty_reply, idempotent) < 0)
+    if (api_call(op, method, path, body, kind == K_RESUME ? on_sandbox_reply : on_empty_reply,
+                 idempotent) < 0)
         return op_fail_start(op, EVOLVE_ERROR);
     return 0;
 }
 
 static int e2b_pause(struct prov_box *box, prov_done_cb done, void *payload)
 {
-    return box_call(box, K_PAUSE, "pause", "POST", "/pause", json_pack("{s:b}", "memory", 1),
-                    false, done, payload);
+    return box_call(box, K_PAUSE, "pause", "POST", "/pause", json_pack("{s:b}", "memory", 1), false,
+                    done, payload);
 }
 
 static int e2b_resume(struct prov_box *box, prov_done_cb done, void *payload);
@@ -501,8 +501,7 @@ static void on_list_reply(const struct cloud_reply *rep, void *payload)
         memset(bi, 0, sizeof(*bi));
         snprintf(bi->id, sizeof(bi->id), "%s", id);
         snprintf(bi->state, sizeof(bi->state), "%s", state ? state : "running");
-        bi->created_ms =
-            cloud_rfc3339_ms(json_string_value(json_object_get(it, "startedAt")));
+        bi->created_ms = cloud_rfc3339_ms(json_string_value(json_object_get(it, "startedAt")));
     }
     json_decref(j);
     next = cloud_header(rep->res, "X-Next-Token");
@@ -708,10 +707,10 @@ int prov_e2b_new(struct prov **out, const struct prov_e2b_opts *opts, struct io_
     }
     p->template_id = pick(o.template_id, "E2B_TEMPLATE", "base");
     p->hdr_key = cloud_hdr("X-API-Key", key);
-    p->timeout_s = o.timeout_s ? o.timeout_s
-                               : (unsigned)cloud_env_long("E2B_SANDBOX_TIMEOUT", 3600, 1, 86400);
-    p->keepalive_s = o.keepalive_s ? o.keepalive_s
-                                   : (unsigned)cloud_env_long("E2B_KEEPALIVE_S", 50, 1, 3600);
+    p->timeout_s =
+        o.timeout_s ? o.timeout_s : (unsigned)cloud_env_long("E2B_SANDBOX_TIMEOUT", 3600, 1, 86400);
+    p->keepalive_s =
+        o.keepalive_s ? o.keepalive_s : (unsigned)cloud_env_long("E2B_KEEPALIVE_S", 50, 1, 3600);
     if (!p->domain || !p->api_url || !p->sandbox_url || !p->template_id || !p->hdr_key) {
         e2b_prov_unref(p);
         return core_error_oom();

@@ -99,8 +99,7 @@ static void on_stdin_reply(const struct cloud_reply *rep, void *payload)
     exec_unref(e);
 }
 
-static void on_stdin_readable(struct io_reactor *r, struct io_watch *w, uint32_t revents,
-                              void *arg)
+static void on_stdin_readable(struct io_reactor *r, struct io_watch *w, uint32_t revents, void *arg)
 {
     struct exec *e = arg;
     char buf[32768], *b64;
@@ -123,8 +122,8 @@ static void on_stdin_readable(struct io_reactor *r, struct io_watch *w, uint32_t
         w = NULL;
     } else {
         b64 = cloud_b64_encode(buf, (size_t)n);
-        req = b64 ? json_pack("{s:{s:I}, s:{s:s}}", "process", "pid", (json_int_t)e->pid,
-                              "input", "stdin", b64)
+        req = b64 ? json_pack("{s:{s:I}, s:{s:s}}", "process", "pid", (json_int_t)e->pid, "input",
+                              "stdin", b64)
                   : NULL;
         free(b64);
     }
@@ -153,8 +152,8 @@ static void report_start(struct exec *e)
     proc->id = e->pid;
     proc->pid = e->pid;
     if (e->in_fd >= 0) {
-        e->in_watch = io_reactor_watch(e->p->r, e->in_fd, EPOLLIN, IO_STAGE_PROC,
-                                       on_stdin_readable, e);
+        e->in_watch =
+            io_reactor_watch(e->p->r, e->in_fd, EPOLLIN, IO_STAGE_PROC, on_stdin_readable, e);
         if (!e->in_watch)
             stdin_stop(e);
     }
@@ -166,8 +165,12 @@ static int signo_of(const char *status)
     static const struct {
         const char *name;
         int signo;
-    } map[] = {{"killed", SIGKILL},   {"terminated", SIGTERM}, {"interrupt", SIGINT},
-               {"hangup", SIGHUP},    {"aborted", SIGABRT},    {"broken pipe", SIGPIPE},
+    } map[] = {{"killed", SIGKILL},
+               {"terminated", SIGTERM},
+               {"interrupt", SIGINT},
+               {"hangup", SIGHUP},
+               {"aborted", SIGABRT},
+               {"broken pipe", SIGPIPE},
                {"segmentation fault", SIGSEGV}};
     size_t i;
 
@@ -450,8 +453,8 @@ static char *start_request(const struct prov_exec_spec *spec, bool want_stdin, s
         json_decref(args);
         return NULL;
     }
-    req = json_pack("{s:{s:s, s:o, s:o, s:s}, s:b}", "process", "cmd", spec->argv[0], "args",
-                    args, "envs", envs_object(spec->envp), "cwd", cwd, "stdin", want_stdin);
+    req = json_pack("{s:{s:s, s:o, s:o, s:s}, s:b}", "process", "cmd", spec->argv[0], "args", args,
+                    "envs", envs_object(spec->envp), "cwd", cwd, "stdin", want_stdin);
     text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!text) {
@@ -546,8 +549,7 @@ static void on_signal_reply(const struct cloud_reply *rep, void *payload)
     e2b_op_finish(op, &st, NULL);
 }
 
-int e2b_signal(struct prov_box *box, uint32_t proc_id, int signo, prov_done_cb done,
-               void *payload)
+int e2b_signal(struct prov_box *box, uint32_t proc_id, int signo, prov_done_cb done, void *payload)
 {
     struct e2b_box *b = (struct e2b_box *)box;
     struct e2b_op *op;
@@ -569,10 +571,10 @@ int e2b_signal(struct prov_box *box, uint32_t proc_id, int signo, prov_done_cb d
     op = e2b_op_new((struct e2b_prov *)box->prov, b->sbx, done, payload, 0, what);
     if (!op)
         return EVOLVE_ENOMEM;
-    rc = e2b_unary(op, "/process.Process/SendSignal",
-                   json_pack("{s:{s:I}, s:s}", "process", "pid", (json_int_t)proc_id, "signal",
-                             name),
-                   on_signal_reply);
+    rc = e2b_unary(
+        op, "/process.Process/SendSignal",
+        json_pack("{s:{s:I}, s:s}", "process", "pid", (json_int_t)proc_id, "signal", name),
+        on_signal_reply);
     if (rc < 0)
         e2b_op_free(op);
     return rc;

@@ -180,11 +180,12 @@ int e2b_list_dir(struct prov_box *box, const char *path, prov_done_cb done, void
     return rc;
 }
 
-/* ---- workspace layout after create ------------------------------------------------------------ */
+/* ---- workspace layout after create ------------------------------------------------------------
+ */
 
 static const char *const layout_dirs[] = {
-    CLOUD_HOME "/workspace/context", CLOUD_HOME "/workspace/scripts",
-    CLOUD_HOME "/workspace/temp", CLOUD_HOME "/workspace/output"};
+    CLOUD_HOME "/workspace/context", CLOUD_HOME "/workspace/scripts", CLOUD_HOME "/workspace/temp",
+    CLOUD_HOME "/workspace/output"};
 #define NLAYOUT (sizeof(layout_dirs) / sizeof(layout_dirs[0]))
 
 struct layout {
@@ -224,8 +225,7 @@ static void on_mkdir_reply(const struct cloud_reply *rep, void *payload)
     struct layout *l = op->payload;
     struct prov_status st = {0};
 
-    if (e2b_connect_status(&st, rep, op->what) < 0 && st.code != EVOLVE_EEXISTS &&
-        l->st.code == 0)
+    if (e2b_connect_status(&st, rep, op->what) < 0 && st.code != EVOLVE_EEXISTS && l->st.code == 0)
         l->st = st;
     e2b_op_free(op);
     layout_step_done(l);

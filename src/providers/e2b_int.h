@@ -43,7 +43,7 @@ struct e2b_op {
     prov_done_cb done;
     void *payload;
     int kind;
-    void *ctx; /* the op's own state (list paging) */
+    void *ctx;      /* the op's own state (list paging) */
     char what[160]; /* "e2b create", "e2b read_file /home/user/x" */
 };
 
@@ -53,8 +53,8 @@ void e2b_sbx_ref(struct e2b_sbx *s);
 void e2b_sbx_unref(struct e2b_sbx *s);
 
 /* A new op holding references; NULL on OOM (error set). */
-struct e2b_op *e2b_op_new(struct e2b_prov *p, struct e2b_sbx *sbx, prov_done_cb done,
-                          void *payload, int kind, const char *what);
+struct e2b_op *e2b_op_new(struct e2b_prov *p, struct e2b_sbx *sbx, prov_done_cb done, void *payload,
+                          int kind, const char *what);
 /* Frees an op without calling done. */
 void e2b_op_free(struct e2b_op *op);
 /* Calls done(payload, st, result) and frees the op. @thread reactor */
@@ -76,8 +76,7 @@ int e2b_connect_code(const char *code);
 /* Ops of e2b_exec.c and e2b_files.c. */
 int e2b_exec(struct prov_box *box, const struct prov_exec_spec *spec, prov_done_cb done,
              void *payload);
-int e2b_signal(struct prov_box *box, uint32_t proc_id, int signo, prov_done_cb done,
-               void *payload);
+int e2b_signal(struct prov_box *box, uint32_t proc_id, int signo, prov_done_cb done, void *payload);
 int e2b_write_file(struct prov_box *box, const char *path, const void *data, size_t len,
                    prov_done_cb done, void *payload);
 int e2b_read_file(struct prov_box *box, const char *path, prov_done_cb done, void *payload);

@@ -63,8 +63,7 @@ static struct prov_box *create(void)
     struct prov_box *box = NULL;
 
     spec.envp = env;
-    if (p->ops->create(p, &spec, ts_wait_done, &w) < 0 ||
-        ts_wait_for(&w, T, (void **)&box) < 0)
+    if (p->ops->create(p, &spec, ts_wait_done, &w) < 0 || ts_wait_for(&w, T, (void **)&box) < 0)
         ts_die("create: %s / %s", evolve_error_last()->message, w.st.message);
     return box;
 }
@@ -120,8 +119,7 @@ TAP_TEST(exec_streams_split_output_env_and_exit_code)
     TAP_CHECK(!strcmp(err, "oops\n"), "err %s", err);
     free(out);
     free(err);
-    TAP_CHECK(run(box, "head -c 300000 /dev/zero | tr '\\0' x; exit 0", NULL, &ex, &out, &err) ==
-                  0,
+    TAP_CHECK(run(box, "head -c 300000 /dev/zero | tr '\\0' x; exit 0", NULL, &ex, &out, &err) == 0,
               "big");
     TAP_CHECK(strlen(out) == 300000 && ex.code == 0, "got %zu bytes", strlen(out));
     free(out);
@@ -178,8 +176,8 @@ TAP_TEST(files_round_trip_list_and_confinement)
     box = create();
     for (i = 0; i < sizeof(data); i++)
         data[i] = (char)(i * 7);
-    TAP_CHECK(p->ops->write_file(box, "workspace/a/b.bin", data, sizeof(data), ts_wait_done,
-                                 &w) == 0,
+    TAP_CHECK(p->ops->write_file(box, "workspace/a/b.bin", data, sizeof(data), ts_wait_done, &w) ==
+                  0,
               "write");
     TAP_CHECK(ts_wait_for(&w, T, NULL) == 0, "%s", w.st.message);
     TAP_CHECK(p->ops->read_file(box, "/home/user/workspace/a/b.bin", ts_wait_done, &w) == 0, "r");

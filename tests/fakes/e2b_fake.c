@@ -46,7 +46,8 @@ static json_t *sandbox_json(const struct fsbx *sb, bool detail)
     return j;
 }
 
-/* ---- control plane ---------------------------------------------------------------------------- */
+/* ---- control plane ----------------------------------------------------------------------------
+ */
 
 static bool meta_matches(const struct fsbx *sb, const char *filter)
 {
@@ -201,8 +202,8 @@ static enum MHD_Result api_sandbox(struct freq *r, const char *rest)
     } else if (!strcmp(op, "timeout") || !strcmp(op, "refreshes")) {
         json_t *b = json_loadb(r->body ? r->body : "", r->len, 0, NULL);
 
-        sb->deadline_ms = fake_now_ms() + 1000 * (uint64_t)json_integer_value(
-                                                     json_object_get(b, "timeout"));
+        sb->deadline_ms =
+            fake_now_ms() + 1000 * (uint64_t)json_integer_value(json_object_get(b, "timeout"));
         json_decref(b);
     } else {
         pthread_mutex_unlock(&f->mu);
@@ -231,7 +232,8 @@ static enum MHD_Result api_handle(struct freq *r)
     return api_error(r, 404, "no such route");
 }
 
-/* ---- envd: Connect streams -------------------------------------------------------------------- */
+/* ---- envd: Connect streams --------------------------------------------------------------------
+ */
 
 struct stream {
     struct ts_fake *f;
@@ -309,8 +311,8 @@ static void take_output(struct stream *s)
             if (!parts[k])
                 continue;
             b = fake_b64(d + at, parts[k]);
-            put_env(s, 0, json_pack("{s:{s:{s:s}}}", "event", "data",
-                                    stream ? "stderr" : "stdout", b));
+            put_env(s, 0,
+                    json_pack("{s:{s:{s:s}}}", "event", "data", stream ? "stderr" : "stdout", b));
             free(b);
             at += parts[k];
         }
@@ -472,8 +474,8 @@ static enum MHD_Result envd_stream(struct freq *r, struct fsbx *sb, bool start)
             char msg[300];
 
             pthread_mutex_unlock(&r->f->mu);
-            snprintf(msg, sizeof(msg), "error starting process '%s': %s",
-                     argv[0] ? argv[0] : "", strerror(errno));
+            snprintf(msg, sizeof(msg), "error starting process '%s': %s", argv[0] ? argv[0] : "",
+                     strerror(errno));
             json_decref(req);
             return stream_error(r, "invalid_argument", msg);
         }
@@ -531,9 +533,9 @@ static enum MHD_Result envd_unary(struct freq *r, struct fsbx *sb, const char *m
         return connect_error(r, 400, "invalid_argument", "body is not a JSON object");
     }
     snprintf(path, sizeof(path), "%s",
-             json_string_value(json_object_get(req, "path")) ? json_string_value(
-                                                                  json_object_get(req, "path"))
-                                                            : "");
+             json_string_value(json_object_get(req, "path"))
+                 ? json_string_value(json_object_get(req, "path"))
+                 : "");
     if (!strcmp(method, "/filesystem.Filesystem/ListDir") ||
         !strcmp(method, "/filesystem.Filesystem/MakeDir")) {
         bool mk = strstr(method, "MakeDir") != NULL;
@@ -596,8 +598,7 @@ static enum MHD_Result envd_unary(struct freq *r, struct fsbx *sb, const char *m
                      : connect_error(r, 501, "unimplemented", "only SIGTERM and SIGKILL");
     }
     if (!strcmp(method, "/process.Process/SendInput")) {
-        const char *in = json_string_value(
-            json_object_get(json_object_get(req, "input"), "stdin"));
+        const char *in = json_string_value(json_object_get(json_object_get(req, "input"), "stdin"));
         unsigned char *buf = in ? malloc(strlen(in)) : NULL;
         long n = buf ? fake_unb64(in, buf) : -1;
         int fd = p->in_fd;
@@ -649,8 +650,8 @@ static enum MHD_Result envd_files(struct freq *r, struct fsbx *sb)
         }
         fclose(fp);
         {
-            struct MHD_Response *resp = MHD_create_response_from_buffer(
-                (size_t)st.st_size, data, MHD_RESPMEM_MUST_FREE);
+            struct MHD_Response *resp =
+                MHD_create_response_from_buffer((size_t)st.st_size, data, MHD_RESPMEM_MUST_FREE);
             enum MHD_Result rc;
 
             MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
@@ -681,8 +682,8 @@ static enum MHD_Result envd_files(struct freq *r, struct fsbx *sb)
         fclose(fp);
         return fake_reply_json(r, 200,
                                json_pack("[{s:s, s:s, s:s}]", "path", path, "name",
-                                         strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
-                                         "type", "file"));
+                                         strrchr(path, '/') ? strrchr(path, '/') + 1 : path, "type",
+                                         "file"));
     }
 }
 
@@ -694,17 +695,18 @@ static enum MHD_Result envd_handle(struct freq *r)
     bool ok, gone;
 
     if (!id || !port || strcmp(port, "49983"))
-        return fake_reply_json(r, 502, json_pack("{s:s, s:s, s:i}", "sandboxId", id ? id : "",
-                                                 "message", "The sandbox was not found", "code",
-                                                 502));
+        return fake_reply_json(r, 502,
+                               json_pack("{s:s, s:s, s:i}", "sandboxId", id ? id : "", "message",
+                                         "The sandbox was not found", "code", 502));
     pthread_mutex_lock(&r->f->mu);
     sb = fake_sbx_find(r->f, id);
     gone = !sb || sb->state != 0;
     ok = sb && tok && !strcmp(tok, sb->token);
     pthread_mutex_unlock(&r->f->mu);
     if (gone)
-        return fake_reply_json(r, 502, json_pack("{s:s, s:s, s:i}", "sandboxId", id, "message",
-                                                 "The sandbox was not found", "code", 502));
+        return fake_reply_json(r, 502,
+                               json_pack("{s:s, s:s, s:i}", "sandboxId", id, "message",
+                                         "The sandbox was not found", "code", 502));
     if (!strcmp(r->url, "/health"))
         return fake_reply(r, 204, NULL, NULL, 0);
     if (!ok)

@@ -98,7 +98,8 @@ void ts_fake_fault(struct ts_fake *f, enum ts_fault fault, unsigned count)
     pthread_mutex_unlock(&f->mu);
 }
 
-/* ---- the request cycle ------------------------------------------------------------------------ */
+/* ---- the request cycle ------------------------------------------------------------------------
+ */
 
 struct port {
     struct ts_fake *f;
@@ -195,14 +196,13 @@ static struct MHD_Daemon *start_daemon(struct port *pt, unsigned *port_out)
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                             MHD_USE_POLL,
-                         0, NULL, NULL, handler, pt, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                         MHD_OPTION_NOTIFY_COMPLETED, completed, pt, MHD_OPTION_NOTIFY_CONNECTION,
-                         on_connection, pt, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000,
-                         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)2048,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_THREAD_STACK_SIZE,
-                         (size_t)(256 * 1024), MHD_OPTION_END);
+    d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
+        NULL, handler, pt, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, pt, MHD_OPTION_NOTIFY_CONNECTION, on_connection, pt,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)2048,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_THREAD_STACK_SIZE,
+        (size_t)(256 * 1024), MHD_OPTION_END);
     if (!d)
         ts_die("fake: MHD_start_daemon failed");
     info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -224,6 +224,8 @@ struct ts_fake *ts_fake_start(enum ts_fake_kind kind, const struct ts_fake_opts 
     f->kind = kind;
     if (opts)
         f->o = *opts;
+    else if (kind == TS_FAKE_DAYTONA)
+        f->o.started_after = 2; /* creates poll: "creating" twice, then "started" */
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     ts_mkdtemp(f->dir, sizeof(f->dir), kind == TS_FAKE_E2B ? "fake-e2b" : "fake-daytona");
@@ -278,6 +280,7 @@ void ts_fake_stop(struct ts_fake *f)
         free(f->sbx[i]->procs);
         json_decref(f->sbx[i]->meta);
         json_decref(f->sbx[i]->env);
+        json_decref(f->sbx[i]->sessions);
         free(f->sbx[i]);
     }
     pthread_mutex_lock(&ports_mu);
@@ -301,7 +304,10 @@ void ts_fake_setenv(const struct ts_fake *f)
         unsetenv("DAYTONA_API_KEY");
     } else {
         setenv("DAYTONA_API_KEY", "dtn_test", 1);
-        setenv("DAYTONA_API_URL", f->api_url, 1);
+        char url[96];
+
+        snprintf(url, sizeof(url), "%s/api", f->api_url);
+        setenv("DAYTONA_API_URL", url, 1);
         unsetenv("E2B_API_KEY");
     }
 }
@@ -361,7 +367,8 @@ bool ts_fake_quiesce(struct ts_fake *f, unsigned timeout_ms)
     }
 }
 
-/* ---- sandboxes -------------------------------------------------------------------------------- */
+/* ---- sandboxes --------------------------------------------------------------------------------
+ */
 
 int fake_mkdirs(const char *path, mode_t mode)
 {
@@ -486,7 +493,8 @@ int fake_map_path(const struct fsbx *sb, const char *path, char *out, size_t siz
     return 0;
 }
 
-/* ---- processes -------------------------------------------------------------------------------- */
+/* ---- processes --------------------------------------------------------------------------------
+ */
 
 static void queue_out(struct fproc *p, int stream, const char *data, size_t n)
 {
@@ -536,7 +544,8 @@ static void *pump(void *arg)
 {
     struct fproc *p = arg;
     struct ts_fake *f = p->f;
-    struct pollfd pfd[2] = {{.fd = p->out_fd, .events = POLLIN}, {.fd = p->err_fd, .events = POLLIN}};
+    struct pollfd pfd[2] = {{.fd = p->out_fd, .events = POLLIN},
+                            {.fd = p->err_fd, .events = POLLIN}};
     char buf[16384];
     int open = 2, status = 0;
 
@@ -591,8 +600,8 @@ static void *pump(void *arg)
     return NULL;
 }
 
-struct fproc *fake_spawn(struct ts_fake *f, struct fsbx *sb, const char *const *argv,
-                         json_t *envs, const char *cwd, bool want_stdin, bool retain)
+struct fproc *fake_spawn(struct ts_fake *f, struct fsbx *sb, const char *const *argv, json_t *envs,
+                         const char *cwd, bool want_stdin, bool retain)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;

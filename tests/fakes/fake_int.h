@@ -41,7 +41,8 @@ struct fsbx {
     char token[40];
     char root[700]; /* host dir; the sandbox's /home/user is root + "/home/user" */
     json_t *meta, *env;
-    int state; /* 0 running, 1 paused, 2 gone */
+    json_t *sessions; /* Daytona: {sessionId: {cmdId: pid}} */
+    int state;        /* 0 running, 1 paused, 2 gone */
     uint64_t created_ms, deadline_ms;
     unsigned gets; /* Daytona: GETs seen, for the creating -> started flip */
     struct fproc **procs;
@@ -103,8 +104,8 @@ int fake_map_path(const struct fsbx *sb, const char *path, char *out, size_t siz
 
 /* Starts a command (under f->mu): argv[0] looked up in PATH, env = sandbox env + envs (json
  * object or NULL), cwd a sandbox path. want_stdin keeps a stdin pipe. NULL + errno on failure. */
-struct fproc *fake_spawn(struct ts_fake *f, struct fsbx *sb, const char *const *argv,
-                         json_t *envs, const char *cwd, bool want_stdin, bool retain);
+struct fproc *fake_spawn(struct ts_fake *f, struct fsbx *sb, const char *const *argv, json_t *envs,
+                         const char *cwd, bool want_stdin, bool retain);
 struct fproc *fake_proc_by_pid(struct fsbx *sb, pid_t pid);
 
 /* mkdir -p. */

@@ -30,10 +30,10 @@ enum ts_fault {
 };
 
 struct ts_fake_opts {
-    unsigned latency_ms;        /* added to every request */
-    unsigned create_delay_ms;   /* added to creates ("slow creates") */
-    unsigned keepalive_ms;      /* E2B keepalive event period cap (0 = as the client asks) */
-    unsigned started_after;     /* Daytona: GETs before a created sandbox reports "started" */
+    unsigned latency_ms;      /* added to every request */
+    unsigned create_delay_ms; /* added to creates ("slow creates") */
+    unsigned keepalive_ms;    /* E2B keepalive event period cap (0 = as the client asks) */
+    unsigned started_after;   /* Daytona: GETs before a created sandbox reports "started" */
 };
 
 struct ts_fake_stats {
@@ -69,7 +69,8 @@ void ts_fake_stats(struct ts_fake *f, struct ts_fake_stats *out);
 /* The host directory that sandbox `id` sees as /home/user, into out; -1 if unknown. */
 int ts_fake_home(struct ts_fake *f, const char *id, char *out, size_t size);
 
-/* "http://127.0.0.1:<port>" of the control plane (API) and of envd/toolbox. */
+/* "http://127.0.0.1:<port>" of the control plane (API; Daytona serves it under /api) and of
+ * envd/toolbox. */
 const char *ts_fake_api_url(const struct ts_fake *f);
 const char *ts_fake_data_url(const struct ts_fake *f);
 

@@ -257,9 +257,9 @@ Test(LIFECYCLE_SUITE, save_local_dir_refuses_symlink_escape)
     char out[700], victim[700];
     struct stat st;
 
-    cr_assert_eq(evolve_execute_command(&res, ev, "mkdir -p output/link && echo x > output/link/f",
-                                        NULL),
-                 0);
+    cr_assert_eq(
+        evolve_execute_command(&res, ev, "mkdir -p output/link && echo x > output/link/f", NULL),
+        0);
     evolve_result_free(res);
     snprintf(out, sizeof(out), "%s/saved2", home);
     mkdir(out, 0755);
