@@ -354,6 +354,88 @@ static void figure(const char *provider, enum ts_fake_kind kind, int n, int c)
     json_decref(o);
 }
 
+/* Output latency: a command sleeps 300 ms, prints a line and sleeps on; the time from the exec's
+ * start to the line's arrival on the stdout pipe, minus the 300 ms, is what the transport adds
+ * (E2B: the stream; Daytona: the poll period plus two calls). */
+static void latency_figure(const char *provider, enum ts_fake_kind kind)
+{
+    static const char *const argv[] = {"sh", "-c", "sleep 0.3; echo x; sleep 0.2", NULL};
+    struct prov_create_spec cs = PROV_CREATE_SPEC_INIT;
+    struct prov_exec_spec es = PROV_EXEC_SPEC_INIT;
+    struct io_reactor *r;
+    struct prov *p = NULL;
+    struct prov_box *box = NULL;
+    struct ts_wait w;
+    struct child ch;
+    double lat[RUNS];
+    char fig[64], sum[32];
+    uint64_t checksum = 0;
+    json_t *o;
+    int i;
+
+    child_start(&ch, kind);
+    if (kind == TS_FAKE_E2B) {
+        setenv("E2B_API_URL", ch.api, 1);
+        setenv("E2B_SANDBOX_URL", ch.data, 1);
+    } else {
+        char url[96];
+
+        snprintf(url, sizeof(url), "%s/api", ch.api);
+        setenv("DAYTONA_API_URL", url, 1);
+    }
+    if (io_reactor_new(&r) < 0 ||
+        (kind == TS_FAKE_E2B ? prov_e2b_new(&p, NULL, r) : prov_daytona_new(&p, NULL, r)) < 0)
+        exit(1);
+    ts_wait_init(&w);
+    if (p->ops->create(p, &cs, ts_wait_done, &w) < 0 || ts_wait_for(&w, 30000, (void **)&box) < 0)
+        exit(1);
+    es.argv = argv;
+    es.flags = PROV_EXEC_NO_STDIN;
+    for (i = 0; i < RUNS; i++) {
+        struct prov_proc *proc = NULL;
+        struct timespec t0, t1;
+        struct prov_exit ex;
+        char c;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (p->ops->exec(box, &es, ts_wait_done, &w) < 0 ||
+            ts_wait_for(&w, 30000, (void **)&proc) < 0)
+            exit(1);
+        if (read(proc->stdout_fd, &c, 1) != 1)
+            exit(1);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        lat[i] =
+            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6 - 300.0;
+        checksum = checksum * 31 + (uint64_t)c;
+        if (prov_exit_read(proc->status_fd, &ex) < 0)
+            exit(1);
+        prov_proc_free(proc);
+    }
+    if (p->ops->kill(box, ts_wait_done, &w) < 0 || ts_wait_for(&w, 30000, NULL) < 0)
+        exit(1);
+    p->ops->box_free(box);
+    p->ops->free(p);
+    io_reactor_free(r);
+    child_stop(&ch);
+    qsort(lat, RUNS, sizeof(lat[0]), cmp_double);
+    snprintf(fig, sizeof(fig), "%s_output_latency", provider);
+    snprintf(sum, sizeof(sum), "%016" PRIx64, checksum);
+    fprintf(stderr,
+            "%s: output latency (exec start to first line, minus the command's 300 ms, "
+            "incl. the exec's own calls at %d ms each): median %.0f ms\n",
+            provider, LATENCY_MS, lat[RUNS / 2]);
+    o = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:i, s:i, s:s, s:i}", "bench", "providers",
+                  "figure", fig, "unit", "ms", "median", lat[RUNS / 2], "min", lat[0], "max",
+                  lat[RUNS - 1], "runs", RUNS, "lines", RUNS, "checksum", sum, "latency_ms",
+                  LATENCY_MS);
+    if (!o)
+        exit(1);
+    json_dumpf(o, stdout, JSON_COMPACT);
+    putchar('\n');
+    fflush(stdout);
+    json_decref(o);
+}
+
 int main(int argc, char **argv)
 {
     /* cycles per run at concurrency 1 / 50 / 500; scaled down from 1,000 to keep runs short */
@@ -374,6 +456,15 @@ int main(int argc, char **argv)
             "providers: %d/%d/%d cycles per run at concurrency 1/50/500 (the brief's "
             "1,000 at concurrency 1 would take minutes at 50 ms per call)\n",
             cycles[0], cycles[1], cycles[2]);
+    if (!only || !strcmp(only, "e2b")) {
+        setenv("E2B_API_KEY", "e2b_test", 1);
+        setenv("E2B_DOMAIN", "e2b.test", 1);
+        latency_figure("e2b", TS_FAKE_E2B);
+    }
+    if (!only || !strcmp(only, "daytona")) {
+        setenv("DAYTONA_API_KEY", "dtn_test", 1);
+        latency_figure("daytona", TS_FAKE_DAYTONA);
+    }
     for (k = 0; k < 3; k++) {
         if (!only || !strcmp(only, "e2b"))
             figure("e2b", TS_FAKE_E2B, cycles[k], conc[k]);

@@ -90,7 +90,7 @@ void cloud_pipe_abort(struct io_reactor *r, struct cloud_pipe *p);
  * EVOLVE_EINVAL when it does not fit. */
 int cloud_sandbox_path(char *out, size_t size, const char *path);
 
-/* The labels every sandbox of this process gets (and list filters on): "evolve=1",
+/* The labels given to every sandbox of this process (and that list filters on): "evolve=1",
  * "evolve.owner=<$EVOLVE_SANDBOX_OWNER or user@host>", and "evolve.batch=<$EVOLVE_BATCH_ID>"
  * when set. Writes up to max pairs into keys/values (static strings of this process).
  * Returns the count. @thread any */
