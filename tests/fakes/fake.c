@@ -250,7 +250,6 @@ struct ts_fake *ts_fake_start(enum ts_fake_kind kind, const struct ts_fake_opts 
 
 static void proc_free(struct fproc *p)
 {
-    pthread_join(p->pump, NULL);
     if (p->in_fd >= 0)
         close(p->in_fd);
     free(p->q);
@@ -271,6 +270,12 @@ void ts_fake_stop(struct ts_fake *f)
         if (f->sbx[i]->state != 2)
             fake_sbx_destroy(f, f->sbx[i]);
     pthread_cond_broadcast(&f->cv);
+    /* Pump threads are detached: wait until each has recorded its command's end (its last
+     * touch of the process record) before freeing. */
+    for (i = 0; i < f->nsbx; i++)
+        for (k = 0; k < f->sbx[i]->nprocs; k++)
+            while (!f->sbx[i]->procs[k]->exited)
+                pthread_cond_wait(&f->cv, &f->mu);
     pthread_mutex_unlock(&f->mu);
     MHD_stop_daemon(f->api);
     MHD_stop_daemon(f->data);
@@ -550,17 +555,20 @@ static void *pump(void *arg)
     int open = 2, status = 0;
 
     while (open > 0) {
-        int k, timeout = -1;
+        int k, timeout = 200; /* re-reads the deadline, which Start sets after the spawn */
+        uint64_t deadline;
 
-        if (p->deadline_ms) {
+        pthread_mutex_lock(&f->mu);
+        deadline = p->deadline_ms;
+        if (deadline && fake_now_ms() >= deadline) {
+            kill(-p->pid, SIGKILL);
+            p->deadline_ms = deadline = 0;
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (deadline) {
             uint64_t now = fake_now_ms();
 
-            if (now >= p->deadline_ms) {
-                kill(-p->pid, SIGKILL);
-                p->deadline_ms = 0;
-            } else {
-                timeout = (int)(p->deadline_ms - now);
-            }
+            timeout = deadline <= now ? 0 : deadline - now < 200 ? (int)(deadline - now) : 200;
         }
         if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
             break;
@@ -695,6 +703,7 @@ struct fproc *fake_spawn(struct ts_fake *f, struct fsbx *sb, const char *const *
     snprintf(p->cmd_id, sizeof(p->cmd_id), "cmd-%d", (int)p->pid);
     if (pthread_create(&p->pump, NULL, pump, p) != 0)
         ts_die("fake: pthread_create");
+    pthread_detach(p->pump);
     sb->procs[sb->nprocs++] = p;
     return p;
 }

@@ -11,7 +11,7 @@
 
 #include "fakes/fakes.h"
 
-#define FAKE_MAX_SBX 4096
+#define FAKE_MAX_SBX 16384
 
 struct fsbx;
 
