@@ -5,7 +5,6 @@
  * Threads: ops from any thread; completions and poll timers on the reactor thread. */
 #include "providers/daytona_int.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,7 @@
 
 #include "core/error.h"
 
-enum { K_CREATE = 1, K_CONNECT, K_STOP, K_START, K_KILL, K_LIST, K_AUTOSTOP, K_HOST };
+enum { K_CREATE = 1, K_CONNECT, K_STOP, K_START, K_KILL, K_AUTOSTOP };
 
 static const struct prov_ops dt_ops;
 
@@ -114,8 +113,8 @@ static int request(struct dt_op *op, const char *method, const char *url, const 
     return cloud_call_start(op->p->r, &rq, 0, fn, op);
 }
 
-static int api(struct dt_op *op, const char *method, const char *path, json_t *body,
-               bool idempotent, cloud_reply_fn fn)
+int dt_api(struct dt_op *op, const char *method, const char *path, json_t *body, bool idempotent,
+           cloud_reply_fn fn)
 {
     char url[1500], *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     int rc;
@@ -177,7 +176,7 @@ static void poll_timer(struct io_reactor *r, void *arg)
 
     (void)r;
     snprintf(path, sizeof(path), "/sandbox/%s", op->sbx->id);
-    if (api(op, "GET", path, NULL, true, on_sandbox) < 0) {
+    if (dt_api(op, "GET", path, NULL, true, on_sandbox) < 0) {
         cloud_status_set(&st, EVOLVE_ERROR, "%s: %s", op->what, evolve_error_last()->message);
         dt_op_finish(op, &st, NULL);
     }
@@ -246,7 +245,7 @@ static void on_sandbox(const struct cloud_reply *rep, void *payload)
             char path[200];
 
             snprintf(path, sizeof(path), "/sandbox/%s/start", op->sbx->id);
-            if (api(op, "POST", path, NULL, true, on_sandbox) == 0)
+            if (dt_api(op, "POST", path, NULL, true, on_sandbox) == 0)
                 return;
         }
         /* SDK cadence: 100 ms growing x1.1 up to 1 s; give up after about 3 minutes. */
@@ -311,7 +310,7 @@ static json_t *string_map(const char *const *kv)
     return o;
 }
 
-static json_t *labels(void)
+json_t *dt_labels(void)
 {
     const char *k[4], *v[4];
     size_t n = cloud_labels(k, v, 4), i;
@@ -335,7 +334,7 @@ static int dt_create(struct prov *pp, const struct prov_create_spec *spec, prov_
     op = dt_op_new(p, NULL, done, payload, K_CREATE, "daytona create");
     if (!op)
         return EVOLVE_ENOMEM;
-    body = json_pack("{s:o, s:o, s:i, s:b}", "env", string_map(spec->envp), "labels", labels(),
+    body = json_pack("{s:o, s:o, s:i, s:b}", "env", string_map(spec->envp), "labels", dt_labels(),
                      "autoStopInterval", (int)p->autostop_min, "networkBlockAll", spec->no_network);
     if (body && p->snapshot)
         json_object_set_new(body, "snapshot", json_string(p->snapshot));
@@ -344,7 +343,7 @@ static int dt_create(struct prov *pp, const struct prov_create_spec *spec, prov_
         return core_error_oom();
     }
     /* Not idempotent: a retried create after a lost reply would leak a sandbox. */
-    rc = api(op, "POST", "/sandbox", body, false, on_sandbox);
+    rc = dt_api(op, "POST", "/sandbox", body, false, on_sandbox);
     if (rc < 0)
         dt_op_free(op);
     return rc;
@@ -367,7 +366,7 @@ static int dt_connect(struct prov *pp, const char *id, const struct prov_create_
     if (!op)
         return EVOLVE_ENOMEM;
     snprintf(path, sizeof(path), "/sandbox/%s", id);
-    rc = api(op, "GET", path, NULL, true, on_sandbox);
+    rc = dt_api(op, "GET", path, NULL, true, on_sandbox);
     if (rc < 0)
         dt_op_free(op);
     return rc;
@@ -397,7 +396,7 @@ static int box_call(struct prov *pp, const char *id, struct dt_sbx *sbx, int kin
     if (!op)
         return EVOLVE_ENOMEM;
     snprintf(path, sizeof(path), "/sandbox/%s%s", id, suffix);
-    rc = api(op, method, path, NULL, kind != K_STOP, kind == K_START ? on_sandbox : on_empty);
+    rc = dt_api(op, method, path, NULL, kind != K_STOP, kind == K_START ? on_sandbox : on_empty);
     if (rc < 0)
         dt_op_free(op);
     return rc;
@@ -441,158 +440,7 @@ int prov_daytona_set_autostop(struct prov_box *box, unsigned minutes, prov_done_
                     "POST", suffix, done, payload);
 }
 
-/* ---- list (cursor paging, filtered by this process's labels) -----------------------------------
- */
-
-static int list_page(struct dt_op *op, const char *cursor);
-
-static void on_list(const struct cloud_reply *rep, void *payload)
-{
-    struct dt_op *op = payload;
-    struct prov_list *acc = op->ctx;
-    struct prov_status st = {0};
-    json_t *j = NULL, *items, *it;
-    const char *next;
-    size_t i;
-
-    if (!dt_ok(rep)) {
-        cloud_status_from(&st, rep, op->what);
-        goto finish;
-    }
-    j = json_loadb(rep->body, rep->len, 0, NULL);
-    items = json_object_get(j, "items");
-    if (!json_is_array(items)) {
-        cloud_status_set(&st, EVOLVE_EPROTO, "%s: reply has no items", op->what);
-        goto finish;
-    }
-    json_array_foreach(items, i, it)
-    {
-        struct prov_box_info *n = realloc(acc->items, (acc->count + 1) * sizeof(*n)), *bi;
-        const char *id = json_string_value(json_object_get(it, "id"));
-        const char *state = json_string_value(json_object_get(it, "state"));
-
-        if (!n) {
-            cloud_status_set(&st, EVOLVE_ENOMEM, "%s: out of memory", op->what);
-            goto finish;
-        }
-        acc->items = n;
-        if (!id)
-            continue;
-        bi = &n[acc->count++];
-        memset(bi, 0, sizeof(*bi));
-        snprintf(bi->id, sizeof(bi->id), "%s", id);
-        snprintf(bi->state, sizeof(bi->state), "%s",
-                 state && !strcmp(state, "started") ? "running"
-                 : state                            ? state
-                                                    : "unknown");
-        bi->created_ms = cloud_rfc3339_ms(json_string_value(json_object_get(it, "createdAt")));
-    }
-    next = json_string_value(json_object_get(j, "nextCursor"));
-    if (next && *next && list_page(op, next) == 0) {
-        json_decref(j);
-        return;
-    }
-finish:
-    json_decref(j);
-    if (st.code < 0) {
-        prov_list_free(acc);
-        acc = NULL;
-    }
-    dt_op_finish(op, &st, acc);
-}
-
-static int list_page(struct dt_op *op, const char *cursor)
-{
-    json_t *lb = labels();
-    char *lj = lb ? json_dumps(lb, JSON_COMPACT) : NULL;
-    char *enc = lj ? curl_easy_escape(NULL, lj, 0) : NULL;
-    char *ec = cursor ? curl_easy_escape(NULL, cursor, 0) : NULL;
-    char path[1200];
-    int rc;
-
-    json_decref(lb);
-    free(lj);
-    if (!enc) {
-        curl_free(ec);
-        return core_error_oom();
-    }
-    snprintf(path, sizeof(path), "/sandbox?limit=200&labels=%s%s%s", enc, ec ? "&cursor=" : "",
-             ec ? ec : "");
-    curl_free(enc);
-    curl_free(ec);
-    rc = api(op, "GET", path, NULL, true, on_list);
-    return rc;
-}
-
-static int dt_list(struct prov *pp, prov_done_cb done, void *payload)
-{
-    struct dt_op *op = dt_op_new((struct dt_prov *)pp, NULL, done, payload, K_LIST, "daytona list");
-    int rc;
-
-    if (!op)
-        return EVOLVE_ENOMEM;
-    op->ctx = calloc(1, sizeof(struct prov_list));
-    if (!op->ctx) {
-        dt_op_free(op);
-        return core_error_oom();
-    }
-    rc = list_page(op, NULL);
-    if (rc < 0) {
-        free(op->ctx);
-        dt_op_free(op);
-    }
-    return rc;
-}
-
-/* ---- get_host: the preview-url endpoint ------------------------------------------------------ */
-
-static void on_preview(const struct cloud_reply *rep, void *payload)
-{
-    struct dt_op *op = payload;
-    struct prov_status st = {0};
-    char *url = NULL;
-    json_t *j;
-
-    if (!dt_ok(rep)) {
-        cloud_status_from(&st, rep, op->what);
-    } else {
-        j = json_loadb(rep->body, rep->len, 0, NULL);
-        if (json_string_value(json_object_get(j, "url")))
-            url = strdup(json_string_value(json_object_get(j, "url")));
-        if (!url)
-            cloud_status_set(&st, EVOLVE_EPROTO, "%s: reply has no url", op->what);
-        json_decref(j);
-    }
-    dt_op_finish(op, &st, url);
-}
-
-static int dt_get_host(struct prov_box *box, unsigned int port, prov_done_cb done, void *payload)
-{
-    char suffix[64];
-    struct dt_op *op;
-    char path[200], what[128];
-    int rc;
-
-    if (!box || !done || port == 0 || port > 65535)
-        return core_error_set(EVOLVE_EINVAL, "daytona get_host: bad port %u", port);
-    snprintf(suffix, sizeof(suffix), "/ports/%u/preview-url", port);
-    snprintf(what, sizeof(what), "daytona preview-url %u of %s", port, box->id);
-    op = dt_op_new((struct dt_prov *)box->prov, NULL, done, payload, K_HOST, what);
-    if (!op)
-        return EVOLVE_ENOMEM;
-    snprintf(path, sizeof(path), "/sandbox/%s%s", box->id, suffix);
-    rc = api(op, "GET", path, NULL, true, on_preview);
-    if (rc < 0)
-        dt_op_free(op);
-    return rc;
-}
-
 /* ---- lifetime and the vtable ----------------------------------------------------------------- */
-
-int dt_write_file(struct prov_box *box, const char *path, const void *data, size_t len,
-                  prov_done_cb done, void *payload);
-int dt_read_file(struct prov_box *box, const char *path, prov_done_cb done, void *payload);
-int dt_list_dir(struct prov_box *box, const char *path, prov_done_cb done, void *payload);
 
 static void dt_box_free(struct prov_box *box)
 {

@@ -13,11 +13,6 @@ enum { F_WRITE = 1, F_READ, F_LIST };
 
 #define BOUNDARY "evolve-daytona-7d1c0b5e4a"
 
-int dt_write_file(struct prov_box *box, const char *path, const void *data, size_t len,
-                  prov_done_cb done, void *payload);
-int dt_read_file(struct prov_box *box, const char *path, prov_done_cb done, void *payload);
-int dt_list_dir(struct prov_box *box, const char *path, prov_done_cb done, void *payload);
-
 static int cmp_dirent(const void *a, const void *b)
 {
     return strcmp(((const struct prov_dirent *)a)->name, ((const struct prov_dirent *)b)->name);

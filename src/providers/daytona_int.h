@@ -63,6 +63,18 @@ int dt_toolbox(struct dt_op *op, const char *method, const char *path, const voi
 /* True for a 2xx reply. */
 bool dt_ok(const struct cloud_reply *rep);
 
+/* An API call: `path` below the API URL, JSON `body` (stolen, may be NULL). @thread any */
+int dt_api(struct dt_op *op, const char *method, const char *path, json_t *body, bool idempotent,
+           cloud_reply_fn fn);
+/* This process's labels as a JSON object (new reference). */
+json_t *dt_labels(void);
+
+int dt_list(struct prov *p, prov_done_cb done, void *payload);
+int dt_get_host(struct prov_box *box, unsigned int port, prov_done_cb done, void *payload);
+int dt_write_file(struct prov_box *box, const char *path, const void *data, size_t len,
+                  prov_done_cb done, void *payload);
+int dt_read_file(struct prov_box *box, const char *path, prov_done_cb done, void *payload);
+int dt_list_dir(struct prov_box *box, const char *path, prov_done_cb done, void *payload);
 int dt_exec(struct prov_box *box, const struct prov_exec_spec *spec, prov_done_cb done,
             void *payload);
 int dt_signal(struct prov_box *box, uint32_t proc_id, int signo, prov_done_cb done, void *payload);

@@ -4,14 +4,13 @@
  * Threads: ops from any thread; every completion runs on the reactor thread (io/http.h). */
 #include "providers/e2b_int.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 
-enum { K_CREATE = 1, K_CONNECT, K_PAUSE, K_RESUME, K_KILL, K_LIST, K_TIMEOUT, K_HOST };
+enum { K_CREATE = 1, K_CONNECT, K_PAUSE, K_RESUME, K_KILL, K_TIMEOUT };
 
 static const struct prov_ops e2b_ops;
 
@@ -186,8 +185,8 @@ int e2b_unary(struct e2b_op *op, const char *path, json_t *req, cloud_reply_fn f
 
 /* ---- control plane ------------------------------------------------------------------------- */
 
-static int api_call(struct e2b_op *op, const char *method, const char *path, json_t *body,
-                    cloud_reply_fn fn, bool idempotent)
+int e2b_api_call(struct e2b_op *op, const char *method, const char *path, json_t *body,
+                 cloud_reply_fn fn, bool idempotent)
 {
     struct io_http_request rq = {.method = method};
     const char *h[4] = {op->p->hdr_key, "Content-Type: application/json",
@@ -328,7 +327,7 @@ static int e2b_create(struct prov *pp, const struct prov_create_spec *spec, prov
         return op_fail_start(op, core_error_oom());
     /* Not idempotent: a retried create after a lost reply would leak a sandbox (429 and refused
      * connections are still retried by io/http). */
-    rc = api_call(op, "POST", "/sandboxes", body, on_sandbox_reply, false);
+    rc = e2b_api_call(op, "POST", "/sandboxes", body, on_sandbox_reply, false);
     return rc < 0 ? op_fail_start(op, rc) : 0;
 }
 
@@ -347,8 +346,8 @@ static int e2b_connect(struct prov *pp, const char *id, const struct prov_create
     if (!op)
         return EVOLVE_ENOMEM;
     snprintf(path, sizeof(path), "/sandboxes/%s/connect", id);
-    if (api_call(op, "POST", path, json_pack("{s:i}", "timeout", (int)p->timeout_s),
-                 on_sandbox_reply, true) < 0)
+    if (e2b_api_call(op, "POST", path, json_pack("{s:i}", "timeout", (int)p->timeout_s),
+                     on_sandbox_reply, true) < 0)
         return op_fail_start(op, EVOLVE_ERROR);
     return 0;
 }
@@ -385,8 +384,8 @@ static int box_call(struct prov_box *box, int kind, const char *verb, const char
         return EVOLVE_ENOMEM;
     }
     snprintf(path, sizeof(path), "/sandboxes/%s%s", box->id, suffix);
-    if (api_call(op, method, path, body, kind == K_RESUME ? on_sandbox_reply : on_empty_reply,
-                 idempotent) < 0)
+    if (e2b_api_call(op, method, path, body, kind == K_RESUME ? on_sandbox_reply : on_empty_reply,
+                     idempotent) < 0)
         return op_fail_start(op, EVOLVE_ERROR);
     return 0;
 }
@@ -451,169 +450,6 @@ int prov_e2b_kill_id(struct prov *pp, const char *id, prov_done_cb done, void *p
         return core_error_set(EVOLVE_EINVAL, "e2b kill: bad sandbox id");
     snprintf(b.base.id, sizeof(b.base.id), "%s", id);
     return box_call(&b.base, K_KILL, "kill", "DELETE", "", NULL, true, done, payload);
-}
-
-/* ---- list (paged, filtered by this process's labels) -------------------------------------- */
-
-struct list_op {
-    struct e2b_op *op;
-    struct prov_list *acc;
-    char query[700];
-};
-
-static int list_page(struct list_op *lo, const char *token);
-
-static void on_list_reply(const struct cloud_reply *rep, void *payload)
-{
-    struct list_op *lo = ((struct e2b_op *)payload)->ctx;
-    struct prov_status st = {0};
-    const char *next;
-    json_t *j, *it;
-    size_t i;
-
-    if (rep->res->code < 0 || rep->res->status != 200) {
-        cloud_status_from(&st, rep, lo->op->what);
-        goto finish;
-    }
-    j = json_loadb(rep->body, rep->len, 0, NULL);
-    if (!json_is_array(j)) {
-        json_decref(j);
-        cloud_status_set(&st, EVOLVE_EPROTO, "%s: reply is not an array", lo->op->what);
-        goto finish;
-    }
-    json_array_foreach(j, i, it)
-    {
-        struct prov_box_info *items =
-            realloc(lo->acc->items, (lo->acc->count + 1) * sizeof(*items));
-        struct prov_box_info *bi;
-        const char *id = json_string_value(json_object_get(it, "sandboxID"));
-        const char *state = json_string_value(json_object_get(it, "state"));
-
-        if (!items) {
-            cloud_status_set(&st, EVOLVE_ENOMEM, "%s: out of memory", lo->op->what);
-            json_decref(j);
-            goto finish;
-        }
-        lo->acc->items = items;
-        if (!id)
-            continue;
-        bi = &items[lo->acc->count++];
-        memset(bi, 0, sizeof(*bi));
-        snprintf(bi->id, sizeof(bi->id), "%s", id);
-        snprintf(bi->state, sizeof(bi->state), "%s", state ? state : "running");
-        bi->created_ms = cloud_rfc3339_ms(json_string_value(json_object_get(it, "startedAt")));
-    }
-    json_decref(j);
-    next = cloud_header(rep->res, "X-Next-Token");
-    if (next && *next && list_page(lo, next) == 0)
-        return;
-finish:
-    if (st.code < 0) {
-        prov_list_free(lo->acc);
-        lo->acc = NULL;
-    }
-    e2b_op_finish(lo->op, &st, lo->acc);
-    free(lo);
-}
-
-static int list_page(struct list_op *lo, const char *token)
-{
-    char path[1200];
-    char *enc = token ? curl_easy_escape(NULL, token, 0) : NULL;
-    int rc;
-
-    snprintf(path, sizeof(path), "/v2/sandboxes?state=running,paused&limit=100&metadata=%s%s%s",
-             lo->query, enc ? "&nextToken=" : "", enc ? enc : "");
-    curl_free(enc);
-    rc = api_call(lo->op, "GET", path, NULL, on_list_reply, true);
-    return rc;
-}
-
-static int e2b_list(struct prov *pp, prov_done_cb done, void *payload)
-{
-    struct e2b_prov *p = (struct e2b_prov *)pp;
-    struct list_op *lo = calloc(1, sizeof(*lo));
-    const char *k[4], *v[4];
-    size_t n = cloud_labels(k, v, 4), i, off = 0;
-    char inner[600] = "";
-
-    if (!lo || !(lo->acc = calloc(1, sizeof(*lo->acc))) ||
-        !(lo->op = e2b_op_new(p, NULL, done, payload, K_LIST, "e2b list"))) {
-        if (lo)
-            free(lo->acc);
-        free(lo);
-        return core_error_oom();
-    }
-    lo->op->ctx = lo;
-    /* The metadata filter is a URL-encoded "k=v&k=v" whose keys and values were encoded first. */
-    for (i = 0; i < n; i++) {
-        char *ek = curl_easy_escape(NULL, k[i], 0), *evl = curl_easy_escape(NULL, v[i], 0);
-
-        off += (size_t)snprintf(inner + off, sizeof(inner) - off, "%s%s=%s", i ? "&" : "",
-                                ek ? ek : "", evl ? evl : "");
-        curl_free(ek);
-        curl_free(evl);
-        if (off >= sizeof(inner))
-            off = sizeof(inner) - 1;
-    }
-    {
-        char *outer = curl_easy_escape(NULL, inner, 0);
-
-        snprintf(lo->query, sizeof(lo->query), "%s", outer ? outer : "");
-        curl_free(outer);
-    }
-    if (list_page(lo, NULL) < 0) {
-        e2b_op_free(lo->op);
-        free(lo->acc);
-        free(lo);
-        return EVOLVE_ERROR;
-    }
-    return 0;
-}
-
-/* ---- get_host: computed, answered on the reactor ------------------------------------------ */
-
-struct host_job {
-    struct e2b_op *op;
-    char *url;
-};
-
-static void host_post(struct io_reactor *r, void *arg)
-{
-    struct host_job *j = arg;
-    struct prov_status st = {0};
-
-    (void)r;
-    e2b_op_finish(j->op, &st, j->url);
-    free(j);
-}
-
-static int e2b_get_host(struct prov_box *box, unsigned int port, prov_done_cb done, void *payload)
-{
-    struct e2b_box *b = (struct e2b_box *)box;
-    struct host_job *j;
-    char url[300];
-    int rc;
-
-    if (!box || !done || port == 0 || port > 65535)
-        return core_error_set(EVOLVE_EINVAL, "e2b get_host: bad port %u", port);
-    j = calloc(1, sizeof(*j));
-    snprintf(url, sizeof(url), "https://%u-%s.%s", port, box->id, b->sbx->domain);
-    if (!j || !(j->url = strdup(url)) ||
-        !(j->op = e2b_op_new((struct e2b_prov *)box->prov, NULL, done, payload, K_HOST, ""))) {
-        if (j)
-            free(j->url);
-        free(j);
-        return core_error_oom();
-    }
-    rc = io_reactor_post(((struct e2b_prov *)box->prov)->r, host_post, j);
-    if (rc < 0) {
-        free(j->url);
-        e2b_op_free(j->op);
-        free(j);
-        return core_error_set(rc, "e2b get_host: the reactor is shutting down");
-    }
-    return 0;
 }
 
 /* ---- lifetime and the vtable ---------------------------------------------------------------- */

@@ -73,7 +73,14 @@ int e2b_connect_status(struct prov_status *st, const struct cloud_reply *rep, co
 /* A Connect error code name to EVOLVE_E*. */
 int e2b_connect_code(const char *code);
 
-/* Ops of e2b_exec.c and e2b_files.c. */
+/* A control-plane call: `path` below the API URL, JSON `body` (stolen, may be NULL); fn gets
+ * the reply with payload = op. @thread any */
+int e2b_api_call(struct e2b_op *op, const char *method, const char *path, json_t *body,
+                 cloud_reply_fn fn, bool idempotent);
+
+/* Ops of e2b_exec.c, e2b_files.c and e2b_list.c. */
+int e2b_list(struct prov *p, prov_done_cb done, void *payload);
+int e2b_get_host(struct prov_box *box, unsigned int port, prov_done_cb done, void *payload);
 int e2b_exec(struct prov_box *box, const struct prov_exec_spec *spec, prov_done_cb done,
              void *payload);
 int e2b_signal(struct prov_box *box, uint32_t proc_id, int signo, prov_done_cb done, void *payload);
