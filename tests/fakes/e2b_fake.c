@@ -410,7 +410,6 @@ static enum MHD_Result stream_reply(struct freq *r, struct fproc *p, bool replay
     s->last_ms = fake_now_ms();
     s->reset = reset;
     s->stall = stall;
-    p->subscribers++; /* under f->mu (the caller holds it) */
     resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, s, stream_free);
     MHD_add_response_header(resp, "Content-Type", "application/connect+json");
     rc = MHD_queue_response(r->c, 200, resp);
@@ -450,6 +449,7 @@ static enum MHD_Result envd_stream(struct freq *r, struct fsbx *sb, bool start)
     enum MHD_Result rc;
     bool reset = fake_take_fault(r->f, TS_FAULT_RESET);
     bool stall = !reset && fake_take_fault(r->f, TS_FAULT_STALL);
+    const char *to = fake_header(r, "Connect-Timeout-Ms");
 
     if (!req) {
         json_decref(req);
@@ -460,7 +460,6 @@ static enum MHD_Result envd_stream(struct freq *r, struct fsbx *sb, bool start)
         const char *argv[256];
         json_t *args = json_object_get(proc, "args");
         size_t i, n = 0;
-        const char *to = fake_header(r, "Connect-Timeout-Ms");
 
         argv[n++] = json_string_value(json_object_get(proc, "cmd"));
         for (i = 0; i < json_array_size(args) && n < 254; i++)
@@ -481,6 +480,10 @@ static enum MHD_Result envd_stream(struct freq *r, struct fsbx *sb, bool start)
         }
         if (to && strtoul(to, NULL, 10) > 0)
             p->deadline_ms = fake_now_ms() + strtoul(to, NULL, 10);
+        /* Subscribed under the lock, answered outside it: MHD takes its own locks in
+         * MHD_queue_response and holds them around stream_read, which takes f->mu. */
+        p->subscribers++;
+        pthread_mutex_unlock(&r->f->mu);
         rc = stream_reply(r, p, false, reset, stall);
     } else {
         p = fake_proc_by_pid(sb, (pid_t)json_integer_value(json_object_get(proc, "pid")));
@@ -489,9 +492,14 @@ static enum MHD_Result envd_stream(struct freq *r, struct fsbx *sb, bool start)
             json_decref(req);
             return stream_error(r, "not_found", "process not found");
         }
-        rc = stream_reply(r, p, p->exited, reset, stall);
+        {
+            bool exited = p->exited;
+
+            p->subscribers++;
+            pthread_mutex_unlock(&r->f->mu);
+            rc = stream_reply(r, p, exited, reset, stall);
+        }
     }
-    pthread_mutex_unlock(&r->f->mu);
     json_decref(req);
     return rc;
 }
