@@ -61,6 +61,12 @@ int cloud_status_set(struct prov_status *st, int code, const char *fmt, ...)
 enum bat_failure prov_cloud_failure(const struct prov_status *st, bool during_create,
                                     int *http_status_out, int64_t *retry_after_ms_out);
 
+/* Reaps orphans of an e2b or daytona provider: lists the sandboxes carrying this process's
+ * labels (owner, batch) and kills those created more than older_than_ms ago. result: size_t *
+ * (malloc'd) = how many were killed. A restarted batch first connects the ids it still wants,
+ * then reaps the rest. @thread any */
+int prov_cloud_reap(struct prov *p, uint64_t older_than_ms, prov_done_cb done, void *payload);
+
 /* ---- pipes fed from the reactor ------------------------------------------------------------ */
 
 /* The provider's end of one pipe whose other end the caller owns: bytes queued here are written

@@ -237,7 +237,18 @@ TAP_TEST(list_by_label_pause_resume_host_and_reap)
     TAP_CHECK(prov_e2b_kill_id(p, b->id, ts_wait_done, &w) == 0 && ts_wait_for(&w, T, NULL) == 0,
               "reap by id");
     p->ops->box_free(b);
-    kill_box(a);
+    {
+        size_t *n = NULL;
+
+        TAP_CHECK(prov_cloud_reap(p, 3600 * 1000, ts_wait_done, &w) == 0, "reap");
+        TAP_CHECK(ts_wait_for(&w, T, (void **)&n) == 0 && *n == 0, "young sandboxes stay");
+        free(n);
+        TAP_CHECK(prov_cloud_reap(p, 0, ts_wait_done, &w) == 0, "reap");
+        TAP_CHECK(ts_wait_for(&w, T, (void **)&n) == 0 && *n == 1, "the orphan goes: %s",
+                  w.st.message);
+        free(n);
+    }
+    p->ops->box_free(a);
     TAP_CHECK(down(), "leak");
 }
 
