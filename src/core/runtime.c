@@ -6,12 +6,15 @@
 #include "core/runtime.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/ledger.h"
 #include "core/log.h"
+#include "providers/daytona.h"
+#include "providers/e2b.h"
 #include "providers/local.h"
 
 struct evolve_runtime {
@@ -19,6 +22,8 @@ struct evolve_runtime {
     struct io_reactor *io;
     pthread_mutex_t lock; /* guards the lazily created members below */
     struct prov *local;
+    struct prov *e2b;
+    struct prov *daytona;
     json_t *pricing;
     int pricing_loaded;
 };
@@ -82,6 +87,10 @@ void evolve_runtime_free(evolve_runtime_t *rt)
         act_runtime_shutdown(rt->act);
     if (rt->local)
         rt->local->ops->free(rt->local);
+    if (rt->e2b)
+        rt->e2b->ops->free(rt->e2b);
+    if (rt->daytona)
+        rt->daytona->ops->free(rt->daytona);
     io_reactor_free(rt->io);
     act_runtime_free(rt->act);
     json_decref(rt->pricing);
@@ -107,33 +116,82 @@ static void defer_on_workers(void *ctx, void (*fn)(void *arg), void *arg)
         fn(arg);
 }
 
-int core_runtime_provider(struct prov **out, evolve_runtime_t *rt, const char *name)
+int core_provider_resolve(const char **out)
+{
+    const char *v;
+
+    *out = NULL;
+    if ((v = getenv("E2B_API_KEY")) && *v) {
+        *out = "e2b";
+        return 0;
+    }
+    if ((v = getenv("MODAL_TOKEN_ID")) && *v && (v = getenv("MODAL_TOKEN_SECRET")) && *v)
+        return core_error_set(EVOLVE_EUNSUPPORTED,
+                              "Modal is not supported yet (MODAL_TOKEN_ID/MODAL_TOKEN_SECRET are "
+                              "set; set E2B_API_KEY or DAYTONA_API_KEY, or use provider local)");
+    if ((v = getenv("DAYTONA_API_KEY")) && *v) {
+        *out = "daytona";
+        return 0;
+    }
+    return core_error_set(EVOLVE_ENOTFOUND,
+                          "No sandbox provider configured: set E2B_API_KEY, "
+                          "MODAL_TOKEN_ID+MODAL_TOKEN_SECRET, or DAYTONA_API_KEY (or use provider "
+                          "\"local\")");
+}
+
+/* The lazily created shared instance in *slot. */
+static int shared_provider(struct prov **out, evolve_runtime_t *rt, struct prov **slot,
+                           const char *name)
 {
     int rc = 0;
 
-    if (!name || !strcmp(name, "local")) {
-        pthread_mutex_lock(&rt->lock);
-        if (!rt->local) {
+    pthread_mutex_lock(&rt->lock);
+    if (!*slot) {
+        if (!strcmp(name, "local")) {
             struct prov_local_opts o = PROV_LOCAL_OPTS_INIT;
             struct prov_env env = {.defer = defer_on_workers, .defer_ctx = rt->act};
 
-            rc = prov_local_new(&rt->local, &o, &env);
+            rc = prov_local_new(slot, &o, &env);
             if (rc == 0) {
                 size_t reaped = 0;
 
                 /* Sandboxes whose owner process died (a crash, a kill -9) are found and reaped
                  * the first time this program needs the local provider: no orphans left. */
-                if (prov_local_reap_orphans(prov_local_from(rt->local), &reaped) == 0 && reaped)
+                if (prov_local_reap_orphans(prov_local_from(*slot), &reaped) == 0 && reaped)
                     core_log_info("local provider: reaped %zu orphaned sandbox(es)", reaped);
             }
+        } else if (!strcmp(name, "e2b")) {
+            rc = prov_e2b_new(slot, NULL, rt->io);
+        } else if (!strcmp(name, "daytona")) {
+            rc = prov_daytona_new(slot, NULL, rt->io);
         }
-        *out = rt->local;
-        pthread_mutex_unlock(&rt->lock);
-        return rc;
     }
+    *out = *slot;
+    pthread_mutex_unlock(&rt->lock);
+    return rc;
+}
+
+int core_runtime_provider(struct prov **out, evolve_runtime_t *rt, const char *name)
+{
+    int rc;
+
+    *out = NULL;
+    if (name && !strcmp(name, "auto")) {
+        rc = core_provider_resolve(&name);
+        if (rc < 0)
+            return rc;
+    }
+    if (!name || !strcmp(name, "local"))
+        return shared_provider(out, rt, &rt->local, "local");
+    if (!strcmp(name, "e2b"))
+        return shared_provider(out, rt, &rt->e2b, "e2b");
+    if (!strcmp(name, "daytona"))
+        return shared_provider(out, rt, &rt->daytona, "daytona");
     if (!strcmp(name, "modal"))
         return core_error_set(EVOLVE_EUNSUPPORTED, "Modal is not supported yet");
-    return core_error_set(EVOLVE_ENOTFOUND, "unknown sandbox provider \"%s\" (known: local)", name);
+    return core_error_set(EVOLVE_ENOTFOUND,
+                          "unknown sandbox provider \"%s\" (known: local, e2b, daytona, auto)",
+                          name);
 }
 
 json_t *core_runtime_pricing(evolve_runtime_t *rt)
