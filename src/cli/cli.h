@@ -17,5 +17,8 @@ int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf
 int cli_parse_main(int argc, char **argv);
 /* Subcommands (one file each). */
 int cli_mockllm_main(int argc, char **argv);
+/* evolve run / evolve exec (run.c, events shown by run_view.c) */
+int cli_run_main(int argc, char **argv);
+int cli_exec_main(int argc, char **argv);
 
 #endif
