@@ -430,3 +430,44 @@ Test(cli_run, failures_exit_1_naming_the_input)
     cr_assert_eq(rc, 2, "run-only flags are refused by exec");
     child_free(&c);
 }
+
+/* ---- sandbox binds (EVOLVE_SANDBOX_BINDS) ------------------------------------------------------
+ */
+
+Test(cli_run, sandbox_binds_make_host_tools_reachable_read_only)
+{
+    static const char tool[] = "#!/bin/sh\necho tool-ran\n";
+    char dir[700], path[800], cmd[2048];
+    struct child c;
+    int rc;
+
+    snprintf(dir, sizeof(dir), "%s/tools", home);
+    snprintf(path, sizeof(path), "%s/hello-tool", dir);
+    ts_write_file(path, tool, sizeof(tool) - 1);
+    cr_assert_eq(chmod(path, 0755), 0);
+    snprintf(cmd, sizeof(cmd), "%s; if touch %s/new 2>/dev/null; then echo writable; fi", path,
+             dir);
+    setenv("EVOLVE_SANDBOX_BINDS", dir, 1);
+    rc = run_cli(&c, (const char *[]){"exec", cmd, NULL});
+    cr_assert_eq(rc, 0, "stderr: %s", c.err.data);
+    cr_assert_str_eq(c.out.data, "tool-ran\n");
+    child_free(&c);
+
+    /* Without the bind the tool is not there (only under bubblewrap: isolation none sees all). */
+    unsetenv("EVOLVE_SANDBOX_BINDS");
+    rc = run_cli(&c, (const char *[]){"exec", "--json", "pwd", NULL});
+    cr_assert_eq(rc, 0, "stderr: %s", c.err.data);
+    if (strstr(c.out.data, "\"/home/user/workspace\\n\"")) {
+        child_free(&c);
+        rc = run_cli(&c, (const char *[]){"exec", path, NULL});
+        cr_assert_eq(rc, 127, "stderr: %s", c.err.data);
+    }
+    child_free(&c);
+
+    setenv("EVOLVE_SANDBOX_BINDS", "/nonexistent/tools", 1);
+    rc = run_cli(&c, (const char *[]){"exec", "true", NULL});
+    cr_assert_eq(rc, 1);
+    cr_assert_not_null(strstr(c.err.data, "sandbox bind /nonexistent/tools"), "%s", c.err.data);
+    child_free(&c);
+    unsetenv("EVOLVE_SANDBOX_BINDS");
+}
