@@ -30,7 +30,7 @@
 struct run_args {
     const char *cmd; /* "run" or "exec" */
     const char *agent, *model, *provider, *schema_path, *context_dir, *system_prompt;
-    const char *base_url, *api_key, *session, *out_dir;
+    const char *base_url, *api_key, *session, *out_dir, *raw_path;
     uint64_t timeout_ms;
     bool json, no_network, keep;
     const char *text; /* the prompt or the command */
@@ -94,14 +94,16 @@ static void usage(FILE *to, const char *cmd)
     fprintf(to, "usage: evolve run [--agent A] [--model M] [--provider local] [--schema FILE]\n"
                 "                  [--context DIR] [--system-prompt TEXT] [--timeout MS] [--json]\n"
                 "                  [--no-network] [--keep] [--base-url URL] [--api-key KEY]\n"
-                "                  [--session ID] [--out DIR] \"PROMPT\"\n\n"
+                "                  [--session ID] [--out DIR] [--raw FILE] \"PROMPT\"\n\n"
                 "Runs an agent (claude, codex, gemini, qwen, kimi, opencode, droid, autohand,\n"
                 "replay) in a fresh sandbox and streams what it does: readable on a terminal, or\n"
                 "one OutputEvent JSON per line with --json (the summary then goes to stderr).\n"
                 "Afterwards it prints the output files and the run's cost. --context uploads DIR\n"
                 "into workspace/context/, --out saves the output files to DIR, --keep leaves the\n"
-                "sandbox for `evolve exec --session ID`. The base URL and key default to the\n"
-                "agent's own environment variables (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, ...).\n"
+                "sandbox for `evolve exec --session ID`, --raw writes the agent's stdout to FILE.\n"
+                "The base URL and key default to the agent's own environment variables\n"
+                "(ANTHROPIC_BASE_URL, OPENAI_BASE_URL, ...). Local sandboxes see /usr, /etc and\n"
+                "/opt; bind more host directories read-only with EVOLVE_SANDBOX_BINDS=DIR:DIR.\n"
                 "Exit code: the agent's; 130 after Ctrl-C; 1 when the run could not be done.\n");
 }
 
@@ -120,21 +122,29 @@ static int parse_u64(uint64_t *out, const char *s)
 
 static int parse_args(struct run_args *a, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"agent", required_argument, NULL, 'a'},    {"model", required_argument, NULL, 'm'},
-        {"provider", required_argument, NULL, 'P'}, {"schema", required_argument, NULL, 's'},
-        {"context", required_argument, NULL, 'c'},  {"system-prompt", required_argument, NULL, 'S'},
-        {"timeout", required_argument, NULL, 't'},  {"json", no_argument, NULL, 'j'},
-        {"no-network", no_argument, NULL, 'n'},     {"keep", no_argument, NULL, 'k'},
-        {"base-url", required_argument, NULL, 'b'}, {"api-key", required_argument, NULL, 'K'},
-        {"session", required_argument, NULL, 'i'},  {"out", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"agent", required_argument, NULL, 'a'},
+                                         {"model", required_argument, NULL, 'm'},
+                                         {"provider", required_argument, NULL, 'P'},
+                                         {"schema", required_argument, NULL, 's'},
+                                         {"context", required_argument, NULL, 'c'},
+                                         {"system-prompt", required_argument, NULL, 'S'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"no-network", no_argument, NULL, 'n'},
+                                         {"keep", no_argument, NULL, 'k'},
+                                         {"base-url", required_argument, NULL, 'b'},
+                                         {"api-key", required_argument, NULL, 'K'},
+                                         {"session", required_argument, NULL, 'i'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"raw", required_argument, NULL, 'r'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bool exec = !strcmp(a->cmd, "exec");
     int c;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "a:m:t:jh", opts, NULL)) != -1) {
-        if (exec && strchr("amscSbKo", c))
+        if (exec && strchr("amscSbKor", c))
             c = '?'; /* run-only flags */
         switch (c) {
         case 'a':
@@ -166,6 +176,9 @@ static int parse_args(struct run_args *a, int argc, char **argv)
             break;
         case 'o':
             a->out_dir = optarg;
+            break;
+        case 'r':
+            a->raw_path = optarg;
             break;
         case 'j':
             a->json = true;
@@ -412,6 +425,10 @@ static int run_main(struct run_args *a)
                   is_run ? (a->json ? CLI_VIEW_JSON : CLI_VIEW_TEXT)
                          : (a->json ? CLI_VIEW_QUIET : CLI_VIEW_RAW),
                   sig_pipe[1]);
+    if (a->raw_path && !(view.raw = fopen(a->raw_path, "wb"))) {
+        cli_fail(a->cmd, "--raw %s: %s", a->raw_path, strerror(errno));
+        goto out;
+    }
     if (evolve_runtime_new(&rt, NULL) < 0 || evolve_new(&ev, rt, &o) < 0) {
         cli_fail(a->cmd, NULL);
         goto out;
@@ -420,7 +437,8 @@ static int run_main(struct run_args *a)
     so.payload = &view;
     so.capacity = 4096;
     so.kinds = (1u << EVOLVE_EVENT_LIFECYCLE) | (1u << EVOLVE_EVENT_STDERR) |
-               (is_run ? 1u << EVOLVE_EVENT_CONTENT : 1u << EVOLVE_EVENT_STDOUT);
+               (is_run ? 1u << EVOLVE_EVENT_CONTENT : 1u << EVOLVE_EVENT_STDOUT) |
+               (view.raw ? 1u << EVOLVE_EVENT_STDOUT : 0);
     if (evolve_subscribe(&sub, ev, &so) < 0) {
         cli_fail(a->cmd, NULL);
         goto out;
@@ -493,6 +511,8 @@ out:
     evolve_subscription_free(sub);
     evolve_free(ev);
     evolve_runtime_free(rt);
+    if (view.raw && fclose(view.raw) != 0 && rc == 0)
+        rc = cli_fail(a->cmd, "--raw %s: %s", a->raw_path, strerror(errno));
     cli_view_dispose(&view);
     close(sig_pipe[0]);
     close(sig_pipe[1]);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "evolve/evolve.h"
 
@@ -24,6 +25,7 @@ enum cli_view_mode {
 struct cli_view {
     enum cli_view_mode mode;
     bool color;
+    FILE *raw;               /* run --raw: the agent's stdout lines, verbatim; or NULL */
     bool in_text;            /* streamed message text not yet ended by a newline (worker) */
     size_t content, unknown; /* counters (worker; read by main after the end) */
     int interrupt_fd;        /* write end of the Ctrl-C pipe, or -1 */

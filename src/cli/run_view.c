@@ -287,7 +287,9 @@ void cli_view_event(const evolve_event_t *e, void *payload)
         fflush(stdout);
         break;
     case EVOLVE_EVENT_STDOUT:
-        if (v->mode == CLI_VIEW_RAW) {
+        if (v->raw) {
+            write_raw(v->raw, js, len);
+        } else if (v->mode == CLI_VIEW_RAW) {
             write_raw(stdout, js, len);
             fflush(stdout);
         }
