@@ -158,12 +158,13 @@ static void on_parsed(void *payload, evolve_update_type_t type, json_t *event)
     le->events[le->count++] = event;
 }
 
-static struct line_events *current_le;
-
+/* The parser's payload is its op; the op points at the line being processed (set only by its
+ * own actor for the duration of a feed). */
 static void emit_trampoline(void *payload, evolve_update_type_t type, json_t *event)
 {
-    (void)payload;
-    on_parsed(current_le, type, event);
+    struct proc_op *op = payload;
+
+    on_parsed(op->le, type, event);
 }
 
 static void process_line(struct sess *s, struct proc_op *op, const char *line, size_t len)
@@ -171,11 +172,9 @@ static void process_line(struct sess *s, struct proc_op *op, const char *line, s
     struct line_events le = {.s = s, .op = op};
     char *with_lf;
 
-    /* The parser's payload is fixed at creation; the line context changes per line, so it is
-     * passed through a pointer only this actor's thread uses during this call. */
-    current_le = &le;
+    op->le = &le;
     hns_parser_feed(op->parser, line, len);
-    current_le = NULL;
+    op->le = NULL;
     if (s->log)
         core_sessionlog_line(s->log, line, len);
     with_lf = malloc(len + 1);
@@ -364,7 +363,7 @@ void sess_start_run(struct sess *s, struct call *c)
     spec.offline = true;
     rc = s->ev->agent->build_command(&op->cmd, &spec);
     if (rc == 0)
-        rc = hns_parser_new(&op->parser, s->ev->agent->name, emit_trampoline, NULL);
+        rc = hns_parser_new(&op->parser, s->ev->agent->name, emit_trampoline, op);
     if (rc < 0) {
         char msg[512];
 
@@ -670,9 +669,9 @@ void sess_on_end(struct sess *s, struct end_msg *m)
         if (op->line_len)
             process_line(s, op, op->line, op->line_len);
         op->line_len = 0;
-        current_le = &le;
+        op->le = &le;
         hns_parser_finish(op->parser);
-        current_le = NULL;
+        op->le = NULL;
         flush_line_events(&le);
     }
     code = m->lost ? -1 : m->exit.code;

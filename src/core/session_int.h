@@ -114,6 +114,8 @@ struct op_msg {
     uint64_t op_id;
 };
 
+struct line_events;
+
 /* An event waiting for room on the bus (backpressure). */
 struct pending_event {
     struct evolve_event *ev;
@@ -142,7 +144,8 @@ struct proc_op {
     uint64_t timer_id, grace_timer_id;
     bool timed_out, interrupted, ended;
     struct call *interrupt_waiters;
-    char error_tail[1024];      /* last error-update messages and stderr, for classification */
+    char error_tail[1024];  /* last error-update messages and stderr, for classification */
+    struct line_events *le; /* the line being parsed (proc.c), NULL between lines */
     size_t error_tail_len;
 };
 
