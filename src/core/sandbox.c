@@ -560,7 +560,9 @@ void sess_handle_call(struct sess *s, struct call *c)
         start_simple_op(s, c, c->op == CALL_PAUSE ? STEP_PAUSED : STEP_RESUMED);
         return;
     case CALL_KILL:
-        if (s->active) {
+        /* A frozen process cannot act on SIGKILL until thawed: when paused, the provider's kill
+         * (which ends everything) goes first and the operation ends as lost. */
+        if (s->active && s->sb != SB_PAUSED) {
             park_after_active(s, c, SIGKILL);
             return;
         }
@@ -613,7 +615,7 @@ void sess_handle_call(struct sess *s, struct call *c)
         complete_text(c, core_ledger_session_cost(s->ledger, s->tag));
         return;
     case CALL_CLOSE:
-        if (s->active) {
+        if (s->active && s->sb != SB_PAUSED) {
             park_after_active(s, c, SIGKILL);
             return;
         }

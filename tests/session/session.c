@@ -298,6 +298,20 @@ Test(core_session, pause_then_resume_keeps_the_process_alive)
                                         &co),
                  0);
     evolve_result_free(res);
+    {
+        /* Pause only once the loop is demonstrably running (its counter file exists). */
+        char path[900], *c = NULL;
+
+        snprintf(path, sizeof(path), "%s/sandboxes/%s/home/user/workspace/n", home,
+                 evolve_get_session(ev));
+        deadline = ts_now_ms() + 10000;
+        while (!(c = ts_read_file(path, NULL)) || atoi(c) < 2) {
+            free(c);
+            c = NULL;
+            cr_assert_lt(ts_now_ms(), deadline, "the background loop never started");
+        }
+        free(c);
+    }
     cr_assert_eq(evolve_pause(ev), 0, "%s", evolve_error_last()->message);
     cr_assert_eq(evolve_status(&status, ev), 0);
     cr_assert_not_null(strstr(status, "\"sandbox\":\"paused\""), "%s", status);
@@ -393,4 +407,25 @@ Test(core_session, bad_options_are_refused_with_the_reference_messages)
     o.provider = "modal";
     cr_assert_eq(evolve_new(&bad, rt, &o), EVOLVE_EUNSUPPORTED);
     cr_assert_str_eq(evolve_error_last()->message, "Modal is not supported yet");
+}
+
+Test(core_session, kill_and_free_while_paused_do_not_hang)
+{
+    evolve_command_options_t co = EVOLVE_COMMAND_OPTIONS_INIT;
+    evolve_result_t *res;
+    char dir[900];
+    struct stat st;
+
+    co.background = true;
+    cr_assert_eq(evolve_execute_command(&res, ev, "sleep 60", &co), 0);
+    evolve_result_free(res);
+    snprintf(dir, sizeof(dir), "%s/sandboxes/%s", home, evolve_get_session(ev));
+    cr_assert_eq(evolve_pause(ev), 0, "%s", evolve_error_last()->message);
+    cr_assert_eq(evolve_kill(ev), 0, "%s", evolve_error_last()->message);
+    cr_assert_neq(stat(dir, &st), 0, "%s removed", dir);
+    /* And a paused session being freed (teardown) must not wait for a frozen process. */
+    cr_assert_eq(evolve_execute_command(&res, ev, "sleep 60", &co), 0, "%s",
+                 evolve_error_last()->message);
+    evolve_result_free(res);
+    cr_assert_eq(evolve_pause(ev), 0);
 }
