@@ -33,7 +33,7 @@
 
 #define TRACE       EVOLVE_SOURCE_DIR "/tests/data/traces/claude-session-200.jsonl"
 #define THREADS     8
-#define LAT_LINES   50
+#define LAT_LINES   10
 #define LAT_TICK_MS 100
 #define MAX_ROUNDS  16
 
@@ -221,7 +221,8 @@ static int wait_runs(size_t want)
 }
 
 /* The latency round's writer: opens every FIFO (each replay's cat opens its end), writes line k
- * to every session each tick, then closes them all (EOF ends the runs). */
+ * to every session each tick (spread evenly over the tick), then closes them all (EOF ends the
+ * runs). */
 static void *lat_writer(void *arg)
 {
     int *fds = calloc(N, sizeof(int));
@@ -239,6 +240,15 @@ static void *lat_writer(void *arg)
         uint64_t tick = now_ns();
 
         for (i = 0; i < N; i++) {
+            /* Spread the sessions over the tick: a steady stream, as independent agents give,
+             * rather than N lines in one burst. */
+            uint64_t at = tick + (uint64_t)LAT_TICK_MS * 1000000u * i / N;
+
+            while (now_ns() < at) {
+                struct timespec ts = {0, 50000};
+
+                nanosleep(&ts, NULL);
+            }
             /* release: pairs with the subscriber's acquire load of the same slot */
             atomic_store_explicit(&S[i].t_write[k], now_ns(), memory_order_release);
             if (write(fds[i], lines[k], line_len[k]) != (ssize_t)line_len[k]) {
