@@ -107,14 +107,36 @@ prompt_of() {
     esac
 }
 
-# One run: writes $R/{events.jsonl,raw.jsonl,stderr.txt,out/,logs/,rc,secs}.
+# The agent's own variables for its endpoint and key (what evolve reads when no --base-url).
+agent_env() {
+    case "$1" in
+    claude) echo "ANTHROPIC_BASE_URL=$2 ANTHROPIC_API_KEY=sk-mock" ;;
+    codex | qwen) echo "OPENAI_BASE_URL=$2 OPENAI_API_KEY=sk-mock" ;;
+    gemini) echo "GOOGLE_GEMINI_BASE_URL=$2 GEMINI_API_KEY=sk-mock" ;;
+    opencode) echo "OPENCODE_BASE_URL=$2 OPENROUTER_API_KEY=sk-mock" ;;
+    esac
+}
+
+# One run: writes $R/{events.jsonl,raw.jsonl,stderr.txt,out/,logs/,rc,secs}. The tool scenario
+# passes the endpoint with --base-url/--api-key, the others through the agent's variables, so
+# both ways are exercised for every agent.
 one_run() {
-    local agent="$1" scen="$2" R="$WORK/runs/$1-$2" t0 rc
+    local agent="$1" scen="$2" R="$WORK/runs/$1-$2" t0 rc url
+    local -a how
     mkdir -p "$R/out" "$R/logs"
+    url="$(base_url "$agent" "$scen")"
+    if [ "$scen" = tool ]; then
+        how=(--base-url "$url" --api-key sk-mock)
+        set -- env
+    else
+        how=()
+        # shellcheck disable=SC2046
+        set -- env $(agent_env "$agent" "$url")
+    fi
     t0=$(date +%s.%N)
-    EVOLVE_SESSION_LOG_DIR="$R/logs" timeout -k 5 "$TIMEOUT" "$EVOLVE" run --agent "$agent" --json \
-        --base-url "$(base_url "$agent" "$scen")" --api-key sk-mock --raw "$R/raw.jsonl" \
-        --out "$R/out" "$(prompt_of "$scen")" < /dev/null > "$R/events.jsonl" 2> "$R/stderr.txt"
+    "$@" EVOLVE_SESSION_LOG_DIR="$R/logs" timeout -k 5 "$TIMEOUT" "$EVOLVE" run --agent "$agent" \
+        --json ${how[@]+"${how[@]}"} --raw "$R/raw.jsonl" --out "$R/out" "$(prompt_of "$scen")" \
+        < /dev/null > "$R/events.jsonl" 2> "$R/stderr.txt"
     rc=$?
     echo "$rc" > "$R/rc"
     awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' > "$R/secs"
