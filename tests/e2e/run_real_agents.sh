@@ -191,16 +191,13 @@ if "$EVOLVE" batch --help > /dev/null 2>&1; then
     while [ "$n" -lt "$BATCH_TASKS" ]; do
         for agent in "$@"; do
             [ "$n" -lt "$BATCH_TASKS" ] || break
-            scen=tool
-            [ $((n % 2)) = 0 ] || scen=hello
-            printf '{"id":"t%02d-%s-%s","agent":"%s","prompt":"%s"}\n' "$n" "$agent" "$scen" \
-                "$agent" "$(prompt_of "$scen")" >> "$B/manifest.jsonl"
+            printf '{"id":"t%02d-%s","agent":"%s","prompt":"%s"}\n' "$n" "$agent" "$agent" \
+                "$(prompt_of tool)" >> "$B/manifest.jsonl"
             n=$((n + 1))
         done
     done
-    # A batch has one environment for every task: the base URL comes from each agent's own
-    # variable, so every task of the batch gets the mock's default scenario (hello) unless the
-    # variable carries a prefix; use the tool scenario for all and check the side effects.
+    # A batch has one environment for every task: each agent's own variables point it at the
+    # mock's tool scenario (path prefix); every task must succeed and leave output/hello.txt.
     t0=$(date +%s)
     ANTHROPIC_BASE_URL="$BASE/s/tool" ANTHROPIC_API_KEY=sk-mock \
         OPENAI_BASE_URL="$BASE/s/tool/v1" OPENAI_API_KEY=sk-mock \
@@ -210,10 +207,10 @@ if "$EVOLVE" batch --help > /dev/null 2>&1; then
         timeout -k 5 "$((TIMEOUT * 3))" "$EVOLVE" batch "$B/manifest.jsonl" -o "$B/out" -j 4 --quiet \
         > "$B/stdout.txt" 2> "$B/stderr.txt"
     brc=$?
-    ok=$(grep -c '"status":"succeeded"' "$B/out/results.jsonl" 2> /dev/null || echo 0)
+    ok=$(grep -c '"status":"success"' "$B/out/results.jsonl" 2> /dev/null)
     files=$(cat "$B"/out/outputs/*/hello.txt 2> /dev/null | grep -c '^hi$')
-    echo "run_real_agents: batch of $BATCH_TASKS: exit $brc, $ok succeeded, $files output/hello.txt in $(($(date +%s) - t0))s"
-    if [ "$brc" != 0 ] || [ "$ok" != "$BATCH_TASKS" ] || [ "$files" != "$BATCH_TASKS" ]; then
+    echo "run_real_agents: batch of $BATCH_TASKS: exit $brc, ${ok:-0} succeeded, $files output/hello.txt in $(($(date +%s) - t0))s"
+    if [ "$brc" != 0 ] || [ "${ok:-0}" != "$BATCH_TASKS" ] || [ "$files" != "$BATCH_TASKS" ]; then
         fail=$((fail + 1))
         echo "FAIL batch (see $B; stderr tail below)"
         tail -n 20 "$B/stderr.txt" >&2
