@@ -14,7 +14,8 @@
  * Each figure is over ROUNDS rounds (median/min/max). The reference TypeScript SDK's numbers for
  * N = 500 (issue 4: ~45 s wall, 35 CPU-s, 1.2 GB, ~1,900 events/s) go in "reference".
  * Prints one JSON object per figure on stdout, human text on stderr. EVOLVE_BENCH_N="50 200"
- * and EVOLVE_BENCH_ROUNDS override the defaults. */
+ * and EVOLVE_BENCH_ROUNDS override the defaults; EVOLVE_BENCH_CAPACITY sets the subscriber queue.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -58,6 +59,7 @@ static atomic_size_t events, done_runs, start_fail;
 static double *lat_ms; /* N * LAT_LINES samples of one latency round */
 static atomic_size_t lat_n;
 static atomic_bool lat_round;
+static uint32_t capacity; /* subscriber queue; 0: the library's default (EVOLVE_BENCH_CAPACITY) */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
@@ -156,6 +158,7 @@ static void *worker(void *arg)
                 goto fail;
             so.callback = on_event;
             so.payload = s;
+            so.capacity = capacity;
             so.kinds = (1u << EVOLVE_EVENT_CONTENT) | (1u << EVOLVE_EVENT_STDOUT) |
                        (1u << EVOLVE_EVENT_LIFECYCLE);
             if (evolve_subscribe(&s->sub, s->ev, &so) < 0 ||
@@ -411,6 +414,8 @@ int main(void)
     char logs[600], list[256], *tok, *save = NULL;
     int rounds = rs ? (int)strtol(rs, NULL, 10) : 5;
 
+    if (getenv("EVOLVE_BENCH_CAPACITY"))
+        capacity = (uint32_t)strtoul(getenv("EVOLVE_BENCH_CAPACITY"), NULL, 10);
     if (rounds < 1 || rounds > MAX_ROUNDS)
         rounds = 5;
     if (load_trace() < 0) {
