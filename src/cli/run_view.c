@@ -211,10 +211,9 @@ static void show_content(struct cli_view *v, evolve_update_type_t type, const ch
     case EVOLVE_UPDATE_ERROR:
         text = json_string_value(json_object_get(up, "message"));
         break_text(v);
-        printf("%serror%s: %s\n", col(v, C_RED),
-               json_is_true(json_object_get(up, "fatal")) ? " (fatal)" : "", col(v, C_OFF));
-        if (text)
-            printf("  %s\n", text);
+        printf("%serror%s:%s %s\n", col(v, C_RED),
+               json_is_true(json_object_get(up, "fatal")) ? " (fatal)" : "", col(v, C_OFF),
+               text ? text : "");
         break;
     case EVOLVE_UPDATE_UNKNOWN:
         v->unknown++;

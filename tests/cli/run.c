@@ -471,3 +471,34 @@ Test(cli_run, sandbox_binds_make_host_tools_reachable_read_only)
     child_free(&c);
     unsetenv("EVOLVE_SANDBOX_BINDS");
 }
+
+Test(cli_run, run_text_shows_errors_plans_and_thinking)
+{
+    char p[1024];
+    size_t len;
+    char *t;
+    struct child c;
+    int rc;
+
+    t = ts_read_file(ts_data_path(p, sizeof(p), "traces/claude-error.stdout.jsonl"), &len);
+    cr_assert_not_null(t);
+    put_trace("e.jsonl", t, len);
+    free(t);
+    t = ts_read_file(ts_data_path(p, sizeof(p), "traces/claude-session-200.jsonl"), &len);
+    cr_assert_not_null(t);
+    put_trace("s.jsonl", t, len);
+    free(t);
+    rc = run_cli(&c, (const char *[]){"run", "--agent", "replay", "--context", ctx,
+                                      "context/e.jsonl", NULL});
+    cr_assert_eq(rc, 0, "stderr: %s", c.err.data);
+    cr_assert_not_null(strstr(c.out.data, "error (fatal): API Error: 500 scripted error"), "%s",
+                       c.out.data);
+    child_free(&c);
+    rc = run_cli(&c, (const char *[]){"run", "--agent", "replay", "--context", ctx,
+                                      "context/s.jsonl", NULL});
+    cr_assert_eq(rc, 0, "stderr: %s", c.err.data);
+    cr_assert_not_null(strstr(c.out.data, "plan:\n  [x] "), "%s", c.out.data);
+    cr_assert_not_null(strstr(c.out.data, "  [>] "), "%s", c.out.data);
+    cr_assert_not_null(strstr(c.out.data, "thinking: "), "%s", c.out.data);
+    child_free(&c);
+}
