@@ -14,6 +14,8 @@ struct cli_command {
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Subcommands, one file each: argv[0] is the subcommand name. */
+int cli_run_main(int argc, char **argv);        /* run.c */
+int cli_exec_main(int argc, char **argv);       /* run.c */
 int cli_checkpoint_main(int argc, char **argv); /* checkpoint.c */
 int cli_mockllm_main(int argc, char **argv);    /* mockllm.c */
 int cli_parse_main(int argc, char **argv);      /* parse.c */

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rawjson.h"
 #include "core/runtime.h"
 
 #define KILL_GRACE_MS 3000u
@@ -103,16 +104,14 @@ static void tail_append(struct proc_op *op, const char *text, size_t n)
 
 static void publish_raw(struct sess *s, evolve_event_kind_t kind, const char *data, size_t len)
 {
-    json_t *j = json_pack("{s:s, s:s%}", "stream",
-                          kind == EVOLVE_EVENT_STDOUT ? "stdout" : "stderr", "data", data, len);
+    size_t n;
+    char *js =
+        core_raw_event_json(kind == EVOLVE_EVENT_STDOUT ? "stdout" : "stderr", data, len, &n);
 
-    if (!j) /* not UTF-8: keep the event, with the bytes made valid */
-        j = json_pack("{s:s, s:s}", "stream", kind == EVOLVE_EVENT_STDOUT ? "stdout" : "stderr",
-                      "data", "(non-UTF-8 output)");
-    if (!j)
+    if (!js)
         return;
-    sess_publish(s, core_event_from_json(kind, EVOLVE_UPDATE_TYPE_COUNT, j, next_seq(s)));
-    json_decref(j);
+    sess_publish(s, core_event_new(kind, EVOLVE_UPDATE_TYPE_COUNT, js, n, next_seq(s)));
+    free(js);
 }
 
 /* ---- line handling ------------------------------------------------------------------------ */

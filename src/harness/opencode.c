@@ -645,7 +645,9 @@ const struct hns_agent hns_agent_opencode = {
     .state_dirs = state_dirs,
     .default_model = DEFAULT_MODEL,
     .api_key_env = "OPENROUTER_API_KEY",
-    .base_url_env = NULL,
+    /* OpenCode reads no such variable; evolve does (host side), so a batch's one environment can
+     * point opencode at an OpenAI-compatible endpoint as it does the other agents. */
+    .base_url_env = "OPENCODE_BASE_URL",
     .state_new = NULL,
     .state_free = NULL,
     .parse_line = parse_line,

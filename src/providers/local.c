@@ -112,6 +112,62 @@ static int isolation_from_env(enum prov_isolation *out)
     return 0;
 }
 
+/* Copies the extra read-only binds (opts, else $EVOLVE_SANDBOX_BINDS split on ':'), checking
+ * that each is an absolute path to an existing directory or file. */
+static int load_binds(struct prov_local *pl, const char *const *given)
+{
+    const char *env = getenv("EVOLVE_SANDBOX_BINDS");
+    char *list = NULL, *p, *next;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+
+    if (!given && env && *env) {
+        list = strdup(env);
+        if (!list)
+            return core_error_oom();
+    }
+    for (p = list; p || (given && given[n]);) {
+        const char *path;
+        struct stat st;
+        char **nb;
+
+        if (given) {
+            path = given[n];
+        } else {
+            next = strchr(p, ':');
+            if (next)
+                *next++ = '\0';
+            path = p;
+            p = next;
+            if (!*path)
+                continue;
+        }
+        if (path[0] != '/' || stat(path, &st) < 0) {
+            rc = core_error_set(EVOLVE_EINVAL, "local provider: sandbox bind %s: %s", path,
+                                path[0] != '/' ? "not an absolute path" : strerror(errno));
+            break;
+        }
+        if (n + 2 > cap) {
+            cap = cap ? cap * 2 : 4;
+            nb = realloc(pl->ro_binds, cap * sizeof(*nb));
+            if (!nb) {
+                rc = core_error_oom();
+                break;
+            }
+            pl->ro_binds = nb;
+        }
+        pl->ro_binds[n] = strdup(path);
+        pl->ro_binds[n + 1] = NULL;
+        if (!pl->ro_binds[n]) {
+            rc = core_error_oom();
+            break;
+        }
+        n++;
+    }
+    free(list);
+    return rc;
+}
+
 int prov_local_open(struct prov_local **out, const struct prov_local_opts *opts)
 {
     struct prov_local_opts defaults = PROV_LOCAL_OPTS_INIT;
@@ -183,6 +239,9 @@ int prov_local_open(struct prov_local **out, const struct prov_local_opts *opts)
             fprintf(stderr, "evolve: bubblewrap is not usable here; local sandboxes run as plain "
                             "processes (HOME and cwd set, no isolation)\n");
     }
+    rc = load_binds(pl, opts->ro_binds);
+    if (rc < 0)
+        goto fail;
     {
         const char *fr = opts->freezer_root ? opts->freezer_root : DEFAULT_FREEZER;
         char probe[4096];
@@ -212,6 +271,9 @@ void prov_local_close(struct prov_local *pl)
     free(pl->sandboxd);
     free(pl->bwrap);
     free(pl->freezer_root);
+    for (size_t i = 0; pl->ro_binds && pl->ro_binds[i]; i++)
+        free(pl->ro_binds[i]);
+    free(pl->ro_binds);
     free(pl);
 }
 

@@ -36,6 +36,10 @@ struct prov_local_opts {
     enum prov_isolation isolation; /* 0: $EVOLVE_ISOLATION (auto|bwrap|none), else auto */
     const char *freezer_root;      /* NULL: /sys/fs/cgroup/freezer; "": never use a cgroup */
     const char *sandboxd;          /* NULL: $EVOLVE_SANDBOXD, next to /proc/self/exe, install */
+    /* Extra host directories bound read-only at the same path inside bubblewrap sandboxes
+     * (e.g. where agent CLIs are installed outside /usr and /opt), NULL-terminated, absolute,
+     * each must exist. NULL: $EVOLVE_SANDBOX_BINDS, a colon-separated list. Copied. */
+    const char *const *ro_binds;
 };
 #define PROV_LOCAL_OPTS_VERSION 1
 #define PROV_LOCAL_OPTS_INIT                                                                       \

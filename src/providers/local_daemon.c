@@ -239,6 +239,12 @@ static void build_argv(struct strv *a, const struct prov_local_box *b, int fd)
         strv_add(a, "--bind");
         strv_add(a, b->home);
         strv_add(a, "/home/user");
+        /* After /tmp and the home: an extra bind under either stays visible. */
+        for (size_t i = 0; b->pl->ro_binds && b->pl->ro_binds[i]; i++) {
+            strv_add(a, "--ro-bind");
+            strv_add(a, b->pl->ro_binds[i]);
+            strv_add(a, b->pl->ro_binds[i]);
+        }
         strv_add(a, "--ro-bind");
         strv_add(a, b->pl->sandboxd);
         strv_add(a, INNER_DAEMON);

@@ -16,6 +16,7 @@ struct prov_local {
     char *bwrap;             /* bubblewrap binary, NULL in mode none */
     char *freezer_root;      /* cgroup v1 freezer mount, NULL when not used */
     enum prov_isolation iso; /* resolved: PROV_ISO_BWRAP or PROV_ISO_NONE */
+    char **ro_binds;         /* extra read-only binds (same path inside), NULL-terminated */
 };
 
 struct prov_local_box {

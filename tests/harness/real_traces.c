@@ -1,103 +1,90 @@
-/* The raw stdout of the five real agent CLIs run against `evolve mock-llm` (hello, tool, edit,
- * multi-tool scenarios; tests/data/traces/real, recorded by tests/e2e/mockllm_real_clis.sh)
- * parses losslessly: no `unknown` update, every tool call answered by a completed (or failed)
- * tool_call_update with the same toolCallId (or born completed), at least one message chunk, and
- * usage reported. */
+/* Parsers over the raw stdout of the real agent CLIs (tests/data/traces/real): the files from
+ * direct runs (tests/e2e/mockllm_real_clis.sh) and the evolve-<agent>-<scenario> files recorded
+ * through `evolve run --raw` in the local sandbox (tests/e2e/run_real_agents.sh). Every line is
+ * understood (no `unknown`), every tool call has its update, and the tool scenario's shell call
+ * carries the CLI's own tool name. */
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
-#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/harness.h"
-#include "support/support.h"
+#include "support/agentcheck.h"
 
-struct trace_case {
-    char agent[16];
-    char scenario[16];
-    int min_tools; /* tool calls the scenario makes the agent do */
-};
+static const char *const agents[] = {"claude", "codex", "gemini", "qwen", "opencode", NULL};
+static const char *const shell_tool[] = {
+    "Bash", "command_execution", "run_shell_command", "run_shell_command", "bash", NULL};
 
-static struct trace_case cases[] = {
-    {"claude", "hello", 0},      {"claude", "tool", 1},         {"claude", "edit", 1},
-    {"claude", "multi-tool", 2}, {"codex", "hello", 0},         {"codex", "tool", 1},
-    {"codex", "edit", 1},        {"codex", "multi-tool", 2},    {"gemini", "hello", 0},
-    {"gemini", "tool", 1},       {"gemini", "edit", 1},         {"gemini", "multi-tool", 2},
-    {"qwen", "hello", 0},        {"qwen", "tool", 1},           {"qwen", "edit", 1},
-    {"qwen", "multi-tool", 2},   {"opencode", "hello", 0},      {"opencode", "tool", 1},
-    {"opencode", "edit", 1},     {"opencode", "multi-tool", 2},
-};
+TestSuite(hns_real_traces, .timeout = 30);
 
-ParameterizedTestParameters(hns_real_traces, parse_losslessly)
+/* No `unknown`; every tool_call either ends in its own status (codex reports a finished
+ * file_change as one completed tool_call) or gets a tool_call_update with its id later. */
+static void assert_clean(const json_t *ev, const char *rel)
 {
-    return cr_make_param_array(struct trace_case, cases, sizeof(cases) / sizeof(cases[0]));
+    size_t i, j;
+
+    for (i = 0; i < json_array_size(ev); i++) {
+        const json_t *up = json_object_get(json_array_get(ev, i), "update");
+        const char *type = json_string_value(json_object_get(up, "sessionUpdate"));
+        const char *id = json_string_value(json_object_get(up, "toolCallId"));
+        const char *st = json_string_value(json_object_get(up, "status"));
+        bool done = st && (!strcmp(st, "completed") || !strcmp(st, "failed"));
+
+        cr_assert_str_neq(type, "unknown", "%s: event %zu is unknown: %s", rel, i,
+                          json_string_value(json_object_get(up, "raw")));
+        if (strcmp(type, "tool_call") || done)
+            continue;
+        for (j = i + 1; j < json_array_size(ev); j++) {
+            const json_t *u = json_object_get(json_array_get(ev, j), "update");
+
+            if (!strcmp(json_string_value(json_object_get(u, "sessionUpdate")),
+                        "tool_call_update") &&
+                !strcmp(json_string_value(json_object_get(u, "toolCallId")), id))
+                break;
+        }
+        cr_assert_lt(j, json_array_size(ev), "%s: tool call %s has no update", rel, id);
+    }
 }
 
-static void collect(void *payload, evolve_update_type_t type, json_t *event)
+static void check(const char *agent, const char *rel, const char *tool)
 {
-    (void)type;
-    json_array_append_new(payload, event);
+    json_t *ev = ac_feed_file(agent, rel), *calls;
+
+    cr_assert_not_null(ev, "%s: the parser failed", rel);
+    cr_assert_gt(json_array_size(ev), 0, "%s: no events", rel);
+    assert_clean(ev, rel);
+    if (tool) {
+        calls = ac_of_type(ev, "tool_call");
+        cr_assert_gt(json_array_size(calls), 0, "%s: no tool_call", rel);
+        cr_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_array_get(calls, 0), "update"), "toolName")),
+                         tool, "%s", rel);
+        json_decref(calls);
+    }
+    json_decref(ev);
 }
 
-ParameterizedTest(struct trace_case *tc, hns_real_traces, parse_losslessly, .timeout = 30)
+Test(hns_real_traces, evolve_recorded_traces_parse_cleanly)
 {
-    char rel[128], path[1024];
-    char *body, *line, *save = NULL;
-    json_t *events = json_array(), *ev, *calls = json_object();
-    struct hns_parser *p;
-    size_t i, messages = 0, usage = 0, tools = 0;
+    char rel[256];
+    size_t i;
 
-    snprintf(rel, sizeof(rel), "traces/real/%s-%s.stdout.jsonl", tc->agent, tc->scenario);
-    body = ts_read_file(ts_data_path(path, sizeof(path), rel), NULL);
-    cr_assert_not_null(body, "missing %s", path);
-    cr_assert_eq(hns_parser_new(&p, tc->agent, collect, events), 0, "%s",
-                 evolve_error_last()->message);
-    for (line = strtok_r(body, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        cr_assert_eq(hns_parser_feed(p, line, strlen(line)), 0);
-    cr_assert_eq(hns_parser_finish(p), 0);
-    hns_parser_free(p);
-    json_array_foreach(events, i, ev)
-    {
-        json_t *u = json_object_get(ev, "update");
-        const char *t = json_string_value(json_object_get(u, "sessionUpdate"));
-        const char *id = json_string_value(json_object_get(u, "toolCallId"));
-
-        cr_assert_neq(strcmp(t, "unknown"), 0, "%s: unknown update: %s", rel,
-                      json_string_value(json_object_get(u, "raw")));
-        if (!strcmp(t, "agent_message_chunk"))
-            messages++;
-        else if (!strcmp(t, "usage"))
-            usage++;
-        else if (!strcmp(t, "tool_call")) {
-            cr_assert_not_null(id, "%s: tool_call without toolCallId", rel);
-            const char *st = json_string_value(json_object_get(u, "status"));
-
-            cr_assert_not_null(json_object_get(u, "toolName"), "%s: toolName kept verbatim", rel);
-            /* codex reports a finished file_change as one tool_call already completed (the
-             * reference's shape); everything else is answered by a tool_call_update. */
-            json_object_set_new(
-                calls, id, json_boolean(st && (!strcmp(st, "completed") || !strcmp(st, "failed"))));
-            tools++;
-        } else if (!strcmp(t, "tool_call_update") && id) {
-            const char *st = json_string_value(json_object_get(u, "status"));
-
-            if (st && (!strcmp(st, "completed") || !strcmp(st, "failed")))
-                json_object_set_new(calls, id, json_true());
-        }
+    for (i = 0; agents[i]; i++) {
+        snprintf(rel, sizeof(rel), "traces/real/evolve-%s-hello.stdout.jsonl", agents[i]);
+        check(agents[i], rel, NULL);
+        snprintf(rel, sizeof(rel), "traces/real/evolve-%s-tool.stdout.jsonl", agents[i]);
+        check(agents[i], rel, shell_tool[i]);
     }
-    {
-        const char *id;
-        json_t *done;
+}
 
-        json_object_foreach(calls, id, done)
-        {
-            cr_assert(json_is_true(done), "%s: tool call %s never completed", rel, id);
+Test(hns_real_traces, direct_run_traces_parse_cleanly)
+{
+    static const char *const scen[] = {"hello", "tool", "edit", "multi-tool", NULL};
+    char rel[256];
+    size_t i, j;
+
+    for (i = 0; agents[i]; i++)
+        for (j = 0; scen[j]; j++) {
+            snprintf(rel, sizeof(rel), "traces/real/%s-%s.stdout.jsonl", agents[i], scen[j]);
+            check(agents[i], rel, !strcmp(scen[j], "tool") ? shell_tool[i] : NULL);
         }
-    }
-    cr_assert_geq(tools, (size_t)tc->min_tools, "%s: %zu tool calls", rel, tools);
-    cr_assert_gt(messages, 0, "%s: no message text", rel);
-    cr_assert_gt(usage, 0, "%s: no usage reported", rel);
-    json_decref(calls);
-    json_decref(events);
-    free(body);
 }
