@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/rawjson.h"
 #include "core/runtime.h"
+#include "providers/local.h"
 
 #define KILL_GRACE_MS 3000u
 
@@ -324,6 +325,22 @@ static void exec_now(struct sess *s, struct proc_op *op)
     }
 }
 
+/* The agent's HOME as its processes see it: /home/user inside a sandbox, but the host directory
+ * when the local provider runs without isolation (no mount namespace maps it there), so that
+ * paths the harness derives from it (CODEX_HOME, config files) exist. */
+static const char *agent_home(struct sess *s, char *buf, size_t size)
+{
+    if (s->box && !strcmp(s->prov->ops->name, "local")) {
+        struct prov_local_box *b = prov_local_box_from(s->box);
+
+        if (!strcmp(prov_local_box_mode(b), "none")) {
+            snprintf(buf, size, "%s", prov_local_box_home(b));
+            return buf;
+        }
+    }
+    return SESS_HOME;
+}
+
 static int model_of(struct sess *s, const char **out)
 {
     *out = s->ev->model ? s->ev->model : s->ev->agent->default_model;
@@ -334,6 +351,7 @@ void sess_start_run(struct sess *s, struct call *c)
 {
     struct proc_op *op = calloc(1, sizeof(*op));
     struct hns_run_spec spec = {0};
+    char home[1024], workdir[1100];
     size_t i;
     int rc;
 
@@ -354,8 +372,9 @@ void sess_start_run(struct sess *s, struct call *c)
     spec.base_url = s->ev->base_url
                         ? s->ev->base_url
                         : (s->ev->agent->base_url_env ? getenv(s->ev->agent->base_url_env) : NULL);
-    spec.home = SESS_HOME;
-    spec.workdir = SESS_WORKDIR;
+    spec.home = agent_home(s, home, sizeof(home));
+    snprintf(workdir, sizeof(workdir), "%s/workspace", spec.home);
+    spec.workdir = workdir;
     spec.resume = c->run.resume == EVOLVE_RESUME_NO    ? false
                   : c->run.resume == EVOLVE_RESUME_YES ? true
                                                        : s->has_run;
