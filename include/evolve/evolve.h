@@ -10,5 +10,6 @@
 #include "evolve/autohand.h"
 #include "evolve/runtime.h"
 #include "evolve/session.h"
+#include "evolve/batch.h"
 
 #endif
