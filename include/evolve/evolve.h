@@ -11,5 +11,6 @@
 #include "evolve/runtime.h"
 #include "evolve/session.h"
 #include "evolve/batch.h"
+#include "evolve/storage.h"
 
 #endif

@@ -11,6 +11,9 @@ struct cli_command {
 
 /* Prints "evolve <cmd>: <message>" on stderr, the message from evolve_error_last() when
  * `fmt` is NULL. Returns 1 for use as an exit code. */
+/* evolve checkpoint create|list|show|download|files|restore|verify|gc (checkpoint.c). */
+int cli_checkpoint_main(int argc, char **argv);
+
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* evolve parse --agent NAME [FILE|-] [--summary] (parse.c) */

@@ -20,13 +20,13 @@
 #define OUTPUT_DIR "workspace/output"
 
 struct out_file {
-    char *rel;   /* path relative to output/ */
+    char *rel; /* path relative to output/ */
     struct prov_buf *buf;
 };
 
 struct out_job {
     struct call *c;
-    int64_t since_ms;        /* files at or after this mtime count; 0: all */
+    int64_t since_ms; /* files at or after this mtime count; 0: all */
     size_t lists_pending;
     size_t reads_pending;
     struct out_file *files;
@@ -262,8 +262,7 @@ void sess_output_prov_done(struct sess *s, struct prov_done_msg *m)
             for (k = 0; d && k < d->count; k++) {
                 char rel[1024];
 
-                snprintf(rel, sizeof(rel), "%s%s%s", l->rel, *l->rel ? "/" : "",
-                         d->items[k].name);
+                snprintf(rel, sizeof(rel), "%s%s%s", l->rel, *l->rel ? "/" : "", d->items[k].name);
                 if (d->items[k].type == PROV_DT_DIR) {
                     if (j->c->recursive && list_dir(s, j, rel) < 0)
                         job_error(j, EVOLVE_ENOMEM, "out of memory");
@@ -307,8 +306,10 @@ static int write_confined(int rootfd, const char *root, const char *rel, const v
         if (slash)
             *slash = '\0';
         if (!*comp || !strcmp(comp, ".") || !strcmp(comp, "..")) {
-            rc = core_error_set(EVOLVE_EUNSAFE, "%s: refusing \"%s\": it climbs out of the "
-                                                "destination", root, rel);
+            rc = core_error_set(EVOLVE_EUNSAFE,
+                                "%s: refusing \"%s\": it climbs out of the "
+                                "destination",
+                                root, rel);
             break;
         }
         if (!slash) {
@@ -341,8 +342,10 @@ static int write_confined(int rootfd, const char *root, const char *rel, const v
         }
         next = openat(dirfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0) {
-            rc = core_error_set(EVOLVE_EUNSAFE, "%s: refusing \"%s\": \"%s\" is a symlink or not "
-                                                "a directory", root, rel, comp);
+            rc = core_error_set(EVOLVE_EUNSAFE,
+                                "%s: refusing \"%s\": \"%s\" is a symlink or not "
+                                "a directory",
+                                root, rel, comp);
             break;
         }
         if (dirfd != rootfd)
@@ -414,8 +417,7 @@ int evolve_save_local_dir(evolve_t *ev, const char *dir, bool recursive)
             rc = write_confined(rootfd, dir, rel, json_string_value(v), json_string_length(v));
         } else {
             size_t n = 0;
-            unsigned char *bytes = b64_decode(b64_field(v),
-                                              &n);
+            unsigned char *bytes = b64_decode(b64_field(v), &n);
 
             rc = bytes ? write_confined(rootfd, dir, rel, bytes, n) : core_error_oom();
             free(bytes);

@@ -103,8 +103,8 @@ static void tail_append(struct proc_op *op, const char *text, size_t n)
 
 static void publish_raw(struct sess *s, evolve_event_kind_t kind, const char *data, size_t len)
 {
-    json_t *j = json_pack("{s:s, s:s%}", "stream", kind == EVOLVE_EVENT_STDOUT ? "stdout" : "stderr",
-                          "data", data, len);
+    json_t *j = json_pack("{s:s, s:s%}", "stream",
+                          kind == EVOLVE_EVENT_STDOUT ? "stdout" : "stderr", "data", data, len);
 
     if (!j) /* not UTF-8: keep the event, with the bytes made valid */
         j = json_pack("{s:s, s:s}", "stream", kind == EVOLVE_EVENT_STDOUT ? "stdout" : "stderr",
@@ -130,8 +130,8 @@ static void flush_line_events(struct line_events *le)
     size_t i;
 
     for (i = 0; i < le->count; i++) {
-        sess_publish(le->s, core_event_from_json(EVOLVE_EVENT_CONTENT, le->types[i],
-                                                 le->events[i], next_seq(le->s)));
+        sess_publish(le->s, core_event_from_json(EVOLVE_EVENT_CONTENT, le->types[i], le->events[i],
+                                                 next_seq(le->s)));
         json_decref(le->events[i]);
     }
     le->count = 0;
@@ -143,8 +143,8 @@ static void on_parsed(void *payload, evolve_update_type_t type, json_t *event)
 
     core_ledger_add(le->s->ledger, event);
     if (type == EVOLVE_UPDATE_ERROR) {
-        const char *m = json_string_value(
-            json_object_get(json_object_get(event, "update"), "message"));
+        const char *m =
+            json_string_value(json_object_get(json_object_get(event, "update"), "message"));
         if (m) {
             tail_append(le->op, m, strlen(m));
             tail_append(le->op, "\n", 1);
@@ -158,12 +158,13 @@ static void on_parsed(void *payload, evolve_update_type_t type, json_t *event)
     le->events[le->count++] = event;
 }
 
-static struct line_events *current_le;
-
+/* The parser's payload is its op; the op points at the line being processed (set only by its
+ * own actor for the duration of a feed). */
 static void emit_trampoline(void *payload, evolve_update_type_t type, json_t *event)
 {
-    (void)payload;
-    on_parsed(current_le, type, event);
+    struct proc_op *op = payload;
+
+    on_parsed(op->le, type, event);
 }
 
 static void process_line(struct sess *s, struct proc_op *op, const char *line, size_t len)
@@ -171,11 +172,9 @@ static void process_line(struct sess *s, struct proc_op *op, const char *line, s
     struct line_events le = {.s = s, .op = op};
     char *with_lf;
 
-    /* The parser's payload is fixed at creation; the line context changes per line, so it is
-     * passed through a pointer only this actor's thread uses during this call. */
-    current_le = &le;
+    op->le = &le;
     hns_parser_feed(op->parser, line, len);
-    current_le = NULL;
+    op->le = NULL;
     if (s->log)
         core_sessionlog_line(s->log, line, len);
     with_lf = malloc(len + 1);
@@ -350,9 +349,9 @@ void sess_start_run(struct sess *s, struct call *c)
     uuid4(op->run_id);
     spec.prompt = c->text;
     model_of(s, &spec.model);
-    spec.api_key = s->ev->api_key ? s->ev->api_key
-                                  : (s->ev->agent->api_key_env ? getenv(s->ev->agent->api_key_env)
-                                                               : NULL);
+    spec.api_key = s->ev->api_key
+                       ? s->ev->api_key
+                       : (s->ev->agent->api_key_env ? getenv(s->ev->agent->api_key_env) : NULL);
     spec.base_url = s->ev->base_url
                         ? s->ev->base_url
                         : (s->ev->agent->base_url_env ? getenv(s->ev->agent->base_url_env) : NULL);
@@ -364,7 +363,7 @@ void sess_start_run(struct sess *s, struct call *c)
     spec.offline = true;
     rc = s->ev->agent->build_command(&op->cmd, &spec);
     if (rc == 0)
-        rc = hns_parser_new(&op->parser, s->ev->agent->name, emit_trampoline, NULL);
+        rc = hns_parser_new(&op->parser, s->ev->agent->name, emit_trampoline, op);
     if (rc < 0) {
         char msg[512];
 
@@ -508,8 +507,8 @@ static void on_started(struct sess *s, struct proc_op *op, struct prov_done_msg 
         char msg[96];
 
         snprintf(msg, sizeof(msg), "Background process started with ID %ld", op->pid);
-        c->result = sess_result_new(0, strdup(msg), NULL, op->is_run ? op->run_id : NULL,
-                                    s->box->id, NULL);
+        c->result =
+            sess_result_new(0, strdup(msg), NULL, op->is_run ? op->run_id : NULL, s->box->id, NULL);
         op->call = NULL;
         if (!c->result)
             sess_call_fail(c, EVOLVE_ENOMEM, "out of memory");
@@ -670,9 +669,9 @@ void sess_on_end(struct sess *s, struct end_msg *m)
         if (op->line_len)
             process_line(s, op, op->line, op->line_len);
         op->line_len = 0;
-        current_le = &le;
+        op->le = &le;
         hns_parser_finish(op->parser);
-        current_le = NULL;
+        op->le = NULL;
         flush_line_events(&le);
     }
     code = m->lost ? -1 : m->exit.code;
@@ -684,9 +683,9 @@ void sess_on_end(struct sess *s, struct end_msg *m)
         reason = op->is_run ? "run_interrupted" : "command_interrupted";
     } else if (op->background) {
         ag = code == 0 ? AG_IDLE : AG_ERROR;
-        reason = op->is_run ? (code == 0 ? "run_background_complete" : "run_background_failed")
-                            : (code == 0 ? "command_background_complete"
-                                         : "command_background_failed");
+        reason = op->is_run
+                     ? (code == 0 ? "run_background_complete" : "run_background_failed")
+                     : (code == 0 ? "command_background_complete" : "command_background_failed");
     } else {
         ag = code == 0 ? AG_IDLE : AG_ERROR;
         reason = op->is_run ? (code == 0 ? "run_complete" : "run_failed")
@@ -707,6 +706,8 @@ void sess_on_end(struct sess *s, struct end_msg *m)
         op->out = op->err = NULL;
         if (!c->result)
             sess_call_fail(c, EVOLVE_ENOMEM, "out of memory");
+        else if (s->ev->store && op->is_run && !op->background && code == 0 && !interrupted)
+            sess_auto_checkpoint(s, c); /* answers the call when the checkpoint is done */
         else
             sess_call_complete(c, 0);
     }

@@ -17,9 +17,9 @@
 #include "core/error.h"
 #include "core/log.h"
 
-#define PUMP_CHUNK 65536
+#define PUMP_CHUNK           65536
 #define PUMP_READS_PER_EVENT 4 /* fairness between sandboxes: epoll is level-triggered */
-#define PUMP_LINGER_MS 2000
+#define PUMP_LINGER_MS       2000
 
 struct stream {
     int fd;
@@ -34,7 +34,7 @@ struct core_pump {
     void *payload;
     struct stream out, err, status;
     struct prov_exit exit;
-    size_t exit_got;       /* bytes of the exit record read so far */
+    size_t exit_got; /* bytes of the exit record read so far */
     bool exit_done, lost, ended, paused;
     struct io_timer *linger;
 };
@@ -71,8 +71,8 @@ static void finish(struct core_pump *p)
     stream_close(p, &p->out);
     stream_close(p, &p->err);
     stream_close(p, &p->status);
-    core_log_debug("pump: end (exit %d, signal %d, lost %d)", (int)p->exit.code,
-                   (int)p->exit.signo, (int)p->lost);
+    core_log_debug("pump: end (exit %d, signal %d, lost %d)", (int)p->exit.code, (int)p->exit.signo,
+                   (int)p->lost);
     p->cbs.on_end(p->payload, &p->exit, p->lost);
     pump_unref(p);
 }

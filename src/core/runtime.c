@@ -124,8 +124,7 @@ int core_runtime_provider(struct prov **out, evolve_runtime_t *rt, const char *n
     }
     if (!strcmp(name, "modal"))
         return core_error_set(EVOLVE_EUNSUPPORTED, "Modal is not supported yet");
-    return core_error_set(EVOLVE_ENOTFOUND, "unknown sandbox provider \"%s\" (known: local)",
-                          name);
+    return core_error_set(EVOLVE_ENOTFOUND, "unknown sandbox provider \"%s\" (known: local)", name);
 }
 
 json_t *core_runtime_pricing(evolve_runtime_t *rt)

@@ -133,8 +133,8 @@ void sess_lifecycle(struct sess *s, enum sb_state sb, enum ag_state ag, const ch
                   reason);
     if (!j)
         return;
-    sess_publish(s, core_event_from_json(EVOLVE_EVENT_LIFECYCLE, EVOLVE_UPDATE_TYPE_COUNT, j,
-                                         next_seq(s)));
+    sess_publish(
+        s, core_event_from_json(EVOLVE_EVENT_LIFECYCLE, EVOLVE_UPDATE_TYPE_COUNT, j, next_seq(s)));
     json_decref(j);
 }
 
@@ -224,8 +224,7 @@ static void boot_done(struct sess *s, const char *reason)
     }
 }
 
-int sess_start_write(struct sess *s, int step, const char *path, char *data, size_t len,
-                       void *ctx)
+int sess_start_write(struct sess *s, int step, const char *path, char *data, size_t len, void *ctx)
 {
     struct prov_done_msg *m = sess_prov_msg(s, step, ctx);
     int rc;
@@ -304,6 +303,36 @@ void sess_with_sandbox(struct sess *s, struct call *c)
         start_boot(s);
 }
 
+static void destroy_half_built(struct sess *s)
+{
+    struct prov_done_msg *k = sess_prov_msg(s, STEP_KILLED, NULL);
+
+    if (k && s->prov->ops->kill(s->box, sess_prov_done, k) < 0)
+        sess_prov_msg_cancel(s, k);
+    s->box = NULL;
+    set_public_id(s, NULL);
+}
+
+/* Restore done: re-apply the instruction file only when this session configures one (the
+ * reference keeps the archived one otherwise). */
+static void after_restore(struct sess *s, int rc, const char *err)
+{
+    free(s->restore_from);
+    s->restore_from = NULL;
+    if (rc < 0) {
+        char msg[512];
+
+        snprintf(msg, sizeof(msg), "%s", err);
+        destroy_half_built(s);
+        boot_failed(s, rc, msg);
+        return;
+    }
+    if (s->ev->system_prompt || s->ev->schema)
+        setup_workspace(s);
+    else
+        boot_done(s, "sandbox_ready");
+}
+
 static void on_created(struct sess *s, struct prov_done_msg *m)
 {
     bool connected = m->ctx != NULL;
@@ -320,6 +349,10 @@ static void on_created(struct sess *s, struct prov_done_msg *m)
         boot_done(s, "sandbox_connected");
         return;
     }
+    if (s->restore_from) {
+        sess_restore_into_box(s, after_restore);
+        return;
+    }
     setup_workspace(s);
 }
 
@@ -334,12 +367,7 @@ static void on_setup_write(struct sess *s, struct prov_done_msg *m)
         return;
     if (s->setup_rc < 0) {
         /* A half-set-up sandbox is useless: destroy it (errors ignored), as the reference. */
-        struct prov_done_msg *k = sess_prov_msg(s, STEP_KILLED, NULL);
-
-        if (k && s->prov->ops->kill(s->box, sess_prov_done, k) < 0)
-            sess_prov_msg_cancel(s, k);
-        s->box = NULL;
-        set_public_id(s, NULL);
+        destroy_half_built(s);
         boot_failed(s, s->setup_rc, s->setup_err);
         return;
     }
@@ -488,7 +516,7 @@ static void check_close(struct sess *s)
 {
     struct call *c = s->close_call;
 
-    if (!c || s->inflight || s->active || s->booting)
+    if (!c || s->inflight || s->jobs || s->active || s->booting)
         return;
     s->close_call = NULL;
     if (s->box) {
@@ -532,15 +560,13 @@ void sess_handle_call(struct sess *s, struct call *c)
             return;
         }
         if (c->op == CALL_RUN && c->run.from && s->box) {
-            sess_call_fail(c, EVOLVE_EINVAL, "Cannot restore into existing sandbox. Call kill() "
-                                             "first, or create a new Evolve instance.");
+            sess_call_fail(c, EVOLVE_EINVAL,
+                           "Cannot restore into existing sandbox. Call kill() "
+                           "first, or create a new Evolve instance.");
             return;
         }
-        if (c->op == CALL_RUN && c->run.from) {
-            sess_call_fail(c, EVOLVE_EINVAL, "Storage not configured. Call .withStorage() before "
-                                             "using 'from'.");
+        if (c->op == CALL_RUN && c->run.from && sess_prepare_restore(s, c) < 0)
             return;
-        }
         sess_with_sandbox(s, c);
         return;
     case CALL_INTERRUPT:
@@ -609,6 +635,9 @@ void sess_handle_call(struct sess *s, struct call *c)
         complete_text(c, j);
         return;
     }
+    case CALL_CHECKPOINT:
+        sess_checkpoint_call(s, c);
+        return;
     case CALL_SESSION_COST:
         complete_text(c, core_ledger_session_cost(s->ledger, s->tag));
         return;
@@ -725,6 +754,13 @@ void sess_behaviour(struct act_actor *self, void *state, struct act_msg *msg)
     case MSG_WAKE:
         sess_flush_pending(s);
         break;
+    case MSG_JOB_DONE: {
+        struct sess_job *j = (struct sess_job *)msg;
+
+        s->jobs--;
+        j->done(s, j);
+        break;
+    }
     }
     act_msg_free(msg);
     check_close(s);
@@ -743,5 +779,6 @@ void sess_state_free(void *state)
     }
     core_sessionlog_free(s->log);
     core_ledger_free(s->ledger);
+    free(s->restore_from);
     free(s);
 }

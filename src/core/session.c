@@ -69,6 +69,7 @@ static void evolve_dispose(struct evolve *ev)
     free(ev->attach_id);
     free(ev->store_root);
     free(ev->log_dir);
+    evolve_store_free(ev->store);
     for (i = 0; ev->env && ev->env[i]; i++)
         free(ev->env[i]);
     free(ev->env);
@@ -158,6 +159,14 @@ int evolve_new(evolve_t **out, evolve_runtime_t *rt, const evolve_options_t *opt
             goto fail;
     }
     ev->storage = opts->storage;
+    if (ev->storage) {
+        evolve_store_options_t so = EVOLVE_STORE_OPTIONS_INIT;
+
+        so.root = ev->store_root;
+        rc = evolve_store_open(&ev->store, &so);
+        if (rc < 0)
+            goto fail;
+    }
     ev->no_network = opts->no_network;
     ev->keep_sandbox = opts->keep_sandbox;
     s = calloc(1, sizeof(*s));
@@ -290,7 +299,8 @@ int evolve_run(evolve_result_t **out, evolve_t *ev, const evolve_run_options_t *
     if ((rc = check(ev)) < 0)
         return rc;
     if (!opts || opts->version == 0 || opts->version > EVOLVE_RUN_OPTIONS_VERSION)
-        return core_error_set(EVOLVE_EINVAL, "evolve_run_options_t: missing or unsupported version");
+        return core_error_set(EVOLVE_EINVAL,
+                              "evolve_run_options_t: missing or unsupported version");
     if (!opts->prompt)
         return core_error_set(EVOLVE_EINVAL, "evolve_run: a prompt is required");
     /* Checked before anything else, as the reference does (em dash included). */
@@ -461,6 +471,19 @@ int evolve_get_output_files(char **json_out, evolve_t *ev, bool recursive)
     return text_call(json_out, ev, &c);
 }
 
+int evolve_checkpoint(char **json_out, evolve_t *ev, const char *comment)
+{
+    struct call c;
+    int rc;
+
+    *json_out = NULL;
+    if ((rc = check(ev)) < 0)
+        return rc;
+    call_init(&c, CALL_CHECKPOINT);
+    c.text = comment;
+    return text_call(json_out, ev, &c);
+}
+
 int evolve_run_cost(char **json_out, evolve_t *ev, const char *run_id, int index)
 {
     struct call c;
@@ -537,6 +560,24 @@ void evolve_result_free(evolve_result_t *r)
     free(r);
 }
 
+/* Rebuilds the result's JSON with the checkpoint added. On OOM the result keeps no checkpoint. */
+void sess_result_set_checkpoint(evolve_result_t *r, const char *checkpoint_json)
+{
+    json_t *j = json_loads(r->json, 0, NULL), *cp = json_loads(checkpoint_json, 0, NULL);
+    char *text = NULL;
+
+    if (j && cp && json_object_set(j, "checkpoint", cp) == 0)
+        text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    json_decref(cp);
+    if (!text || !(r->checkpoint = strdup(checkpoint_json))) {
+        free(text);
+        return;
+    }
+    free(r->json);
+    r->json = text;
+}
+
 /* Builds a result; takes ownership of out/err. NULL on OOM (out/err freed). */
 evolve_result_t *sess_result_new(int exit_code, char *out, char *err, const char *run_id,
                                  const char *sandbox_id, const char *checkpoint_json);
@@ -585,8 +626,8 @@ static void sub_trampoline(struct act_event *ev, uint64_t gap, void *payload)
     if (gap) {
         char buf[64];
         int n = snprintf(buf, sizeof(buf), "{\"gap\":%llu}", (unsigned long long)gap);
-        struct evolve_event *g = core_event_new(EVOLVE_EVENT_GAP, EVOLVE_UPDATE_TYPE_COUNT, buf,
-                                                (size_t)n, ev->seq);
+        struct evolve_event *g =
+            core_event_new(EVOLVE_EVENT_GAP, EVOLVE_UPDATE_TYPE_COUNT, buf, (size_t)n, ev->seq);
         if (g) {
             s->cb(g, s->payload);
             evolve_event_unref(g);
@@ -615,8 +656,8 @@ int evolve_subscribe(evolve_subscription_t **out, evolve_t *ev,
     s->payload = opts->payload;
     s->kinds = opts->kinds;
     cfg.capacity = opts->capacity;
-    cfg.policy = opts->backpressure == EVOLVE_BACKPRESSURE_DROP_OLDEST ? ACT_SUB_DROP_OLDEST
-                                                                         : ACT_SUB_BLOCK;
+    cfg.policy =
+        opts->backpressure == EVOLVE_BACKPRESSURE_DROP_OLDEST ? ACT_SUB_DROP_OLDEST : ACT_SUB_BLOCK;
     if (s->cb) {
         cfg.cb = sub_trampoline;
         cfg.payload = s;
@@ -654,8 +695,8 @@ int evolve_subscription_poll(evolve_subscription_t *s, uint32_t timeout_ms, evol
         if (gap) {
             char buf[64];
             int n = snprintf(buf, sizeof(buf), "{\"gap\":%llu}", (unsigned long long)gap);
-            struct evolve_event *g = core_event_new(EVOLVE_EVENT_GAP, EVOLVE_UPDATE_TYPE_COUNT,
-                                                    buf, (size_t)n, ev->seq);
+            struct evolve_event *g =
+                core_event_new(EVOLVE_EVENT_GAP, EVOLVE_UPDATE_TYPE_COUNT, buf, (size_t)n, ev->seq);
             if (!g) {
                 act_event_unref(ev);
                 return EVOLVE_ENOMEM;

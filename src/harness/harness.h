@@ -60,6 +60,8 @@ struct hns_agent {
     const char *name;              /* "claude" */
     const char *instruction_file;  /* read by the agent from its cwd: "CLAUDE.md" */
     const char *const *state_dirs; /* dirs under HOME checkpointed with the workspace, NULL-ended */
+    const char *const *state_excludes; /* paths under state_dirs never checkpointed (credentials);
+                                        * NULL-ended; may be NULL */
     const char *default_model;     /* used when the run names none; may be NULL */
     const char *api_key_env;       /* env var the CLI reads its key from, e.g. ANTHROPIC_API_KEY */
     const char *base_url_env;      /* env var for the endpoint, e.g. ANTHROPIC_BASE_URL */

@@ -648,11 +648,14 @@ static int build_command(struct hns_command *out, const struct hns_run_spec *spe
 /* Checkpointed with the workspace; storage must leave out .kimi-code/config.toml (it may hold a
  * provider key, and the reference excludes it). */
 static const char *const state_dirs[] = {".kimi-code", NULL};
+/* Gateway credentials live in config.toml: never archived. */
+static const char *const state_excludes[] = {".kimi-code/config.toml", NULL};
 
 const struct hns_agent hns_agent_kimi = {
     .name = "kimi",
     .instruction_file = "AGENTS.md",
     .state_dirs = state_dirs,
+    .state_excludes = state_excludes,
     .default_model = DEFAULT_MODEL,
     .api_key_env = "KIMI_MODEL_API_KEY",
     .base_url_env = "KIMI_MODEL_BASE_URL",
