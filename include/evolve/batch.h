@@ -33,38 +33,40 @@ typedef struct evolve_batch evolve_batch_t;
  *  line written: {id, status, failureClass, error, attempts, agent, model, sandboxId, exitCode,
  *  durationMs, startedAt, finishedAt, tokens{prompt,completion,cached}, costUsd, tags, outputs,
  *  data}. */
-typedef void (*evolve_batch_result_cb)(const char *task_id, const char *result_json,
-                                       void *payload);
+typedef void (*evolve_batch_result_cb)(const char *task_id, const char *result_json, void *payload);
 /** One live event of a task (see evolve_event_json); `attempt` is 1-based. */
 typedef void (*evolve_batch_event_cb)(const char *task_id, unsigned int attempt,
                                       const evolve_event_t *event, void *payload);
 
 typedef struct evolve_batch_options {
-    unsigned int version;       /**< EVOLVE_BATCH_OPTIONS_VERSION */
-    const char *outdir;         /**< required; created when missing */
-    unsigned int concurrency;   /**< sandboxes alive at once; 0: 4 */
-    const char *provider;       /**< NULL: "local" */
-    double create_rate;         /**< sandbox creations per second (token bucket); 0: 20 */
-    unsigned int retries;       /**< extra attempts after a retryable failure; default 0 */
-    bool retry_agent_failures;  /**< also retry agent-crash, agent-timeout, schema-invalid */
-    bool rerun_failed;          /**< rerun tasks whose recorded result is a failure */
-    uint64_t retry_base_ms;     /**< backoff base (doubling, full jitter, cap 60 s); 0: 1000 */
+    unsigned int version;      /**< EVOLVE_BATCH_OPTIONS_VERSION */
+    const char *outdir;        /**< required; created when missing */
+    unsigned int concurrency;  /**< sandboxes alive at once; 0: 4 */
+    const char *provider;      /**< NULL: "local" */
+    double create_rate;        /**< sandbox creations per second (token bucket); 0: 20 */
+    unsigned int retries;      /**< extra attempts after a retryable failure; default 0 */
+    bool retry_agent_failures; /**< also retry agent-crash, agent-timeout, schema-invalid */
+    bool rerun_failed;         /**< rerun tasks whose recorded result is a failure */
+    uint64_t retry_base_ms;    /**< backoff base (doubling, full jitter, cap 60 s); 0: 1000 */
     /* Defaults for fields a task leaves out. */
-    const char *agent;          /**< NULL: "claude" */
+    const char *agent; /**< NULL: "claude" */
     const char *model;
     const char *system_prompt;
-    const char *schema_path;    /**< JSON Schema file for tasks without their own schema */
-    uint64_t timeout_ms;        /**< per run; 0: 3,600,000 */
-    const char *const *env;     /**< extra "NAME=value" for every sandbox; NULL-terminated */
-    bool checkpoint;            /**< checkpoint each finished task: EVOLVE_EUNSUPPORTED for now */
-    bool reuse_sandboxes;       /**< pool sandboxes across tasks: EVOLVE_EUNSUPPORTED for now */
+    const char *schema_path; /**< JSON Schema file for tasks without their own schema */
+    uint64_t timeout_ms;     /**< per run; 0: 3,600,000 */
+    const char *const *env;  /**< extra "NAME=value" for every sandbox; NULL-terminated */
+    bool checkpoint;         /**< checkpoint each finished task: EVOLVE_EUNSUPPORTED for now */
+    bool reuse_sandboxes;    /**< pool sandboxes across tasks: EVOLVE_EUNSUPPORTED for now */
     evolve_batch_result_cb on_result;
     evolve_batch_event_cb on_event;
-    void *payload;              /**< handed to both callbacks */
+    void *payload; /**< handed to both callbacks */
 } evolve_batch_options_t;
 
 #define EVOLVE_BATCH_OPTIONS_VERSION 1
-#define EVOLVE_BATCH_OPTIONS_INIT {.version = EVOLVE_BATCH_OPTIONS_VERSION}
+#define EVOLVE_BATCH_OPTIONS_INIT                                                                  \
+    {                                                                                              \
+        .version = EVOLVE_BATCH_OPTIONS_VERSION                                                    \
+    }
 
 /** Opens OUTDIR (reading results.jsonl so finished tasks are skipped) and, on the local provider,
  *  removes sandboxes orphaned by an earlier process that died. Nothing runs before
@@ -84,27 +86,27 @@ EVOLVE_API int evolve_batch_add_task(evolve_batch_t *b, const char *task_json);
  *  (caller frees; NULL when none). `*added_out` / `*skipped_out` (may be NULL) count tasks. */
 EVOLVE_API int evolve_batch_add_manifest(evolve_batch_t *b, const char *path,
                                          unsigned int shard_index, unsigned int shard_count,
-                                         bool skip_invalid, char **problems_out,
-                                         size_t *added_out, size_t *skipped_out);
+                                         bool skip_invalid, char **problems_out, size_t *added_out,
+                                         size_t *skipped_out);
 
 /** Starts admitting tasks (tasks added later are admitted too). @return 0 or EVOLVE_ECANCELED. */
 EVOLVE_API int evolve_batch_start(evolve_batch_t *b);
 
 /** Counters for a progress display; a consistent snapshot. */
 typedef struct evolve_batch_progress {
-    unsigned int version;      /**< EVOLVE_BATCH_PROGRESS_VERSION */
-    size_t total;              /**< tasks added (skipped ones included) */
-    size_t skipped;            /**< already finished in results.jsonl */
+    unsigned int version;                  /**< EVOLVE_BATCH_PROGRESS_VERSION */
+    size_t total;                          /**< tasks added (skipped ones included) */
+    size_t skipped;                        /**< already finished in results.jsonl */
     size_t succeeded, failed, interrupted; /**< finished in this run */
-    size_t running, queued;    /**< queued includes tasks waiting for a retry */
-    size_t retries;            /**< attempts started after a failed one */
-    size_t max_running;        /**< highest number of sandboxes alive at once */
+    size_t running, queued;                /**< queued includes tasks waiting for a retry */
+    size_t retries;                        /**< attempts started after a failed one */
+    size_t max_running;                    /**< highest number of sandboxes alive at once */
     uint64_t tokens_prompt, tokens_completion;
-    double cost_usd;           /**< priced tasks only */
-    size_t unpriced;           /**< finished tasks without a price */
-    uint64_t events;           /**< events written to events/ */
-    char slowest_id[128];      /**< the running task that started first ("" when none) */
-    uint64_t slowest_ms;       /**< how long it has run */
+    double cost_usd;      /**< priced tasks only */
+    size_t unpriced;      /**< finished tasks without a price */
+    uint64_t events;      /**< events written to events/ */
+    char slowest_id[128]; /**< the running task that started first ("" when none) */
+    uint64_t slowest_ms;  /**< how long it has run */
 } evolve_batch_progress_t;
 #define EVOLVE_BATCH_PROGRESS_VERSION 1
 

@@ -21,7 +21,7 @@
 #include "core/runtime.h"
 #include "providers/local.h"
 
-#define LOCAL_CREATE_RATE 200.0
+#define LOCAL_CREATE_RATE  200.0
 #define REMOTE_CREATE_RATE 20.0
 
 static int mkdir_p(const char *path)
@@ -172,8 +172,7 @@ int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt, const evolve_ba
     b->rng = (uint64_t)core_wall_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)b;
     if (!b->rng)
         b->rng = 1;
-    if ((rc = copy_opts(b, o)) < 0 ||
-        !(b->threads = calloc(b->concurrency, sizeof(*b->threads))) ||
+    if ((rc = copy_opts(b, o)) < 0 || !(b->threads = calloc(b->concurrency, sizeof(*b->threads))) ||
         !(b->ids = json_object())) {
         rc = rc < 0 ? rc : core_error_oom();
         goto fail;
@@ -188,19 +187,17 @@ int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt, const evolve_ba
     if ((rc = bat_journal_open(&b->journal, b->outdir, &b->done, &torn, &bad)) < 0)
         goto fail;
     if (torn)
-        core_log_warn("batch: %s/results.jsonl: cut a torn last line (its task reruns)",
-                      b->outdir);
+        core_log_warn("batch: %s/results.jsonl: cut a torn last line (its task reruns)", b->outdir);
     if (bad)
         core_log_warn("batch: %s/results.jsonl: skipped %zu unreadable line%s", b->outdir, bad,
                       bad == 1 ? "" : "s");
-    rate = o->create_rate > 0                           ? o->create_rate
+    rate = o->create_rate > 0                                ? o->create_rate
            : (!b->provider || !strcmp(b->provider, "local")) ? LOCAL_CREATE_RATE
                                                              : REMOTE_CREATE_RATE;
     bat_bucket_init(&b->bucket, rate, rate < 32 ? (rate < 1 ? 1 : rate) : 32, b->rng,
                     (int64_t)core_mono_ms());
     reap_orphans(b);
-    if ((rc = act_actor_new(&b->sched, act_runtime_of(rt), bat_sched_behaviour, b, sched_gone)) <
-        0)
+    if ((rc = act_actor_new(&b->sched, act_runtime_of(rt), bat_sched_behaviour, b, sched_gone)) < 0)
         goto fail;
     *out = b;
     return 0;

@@ -20,8 +20,8 @@
 #include "core/log.h"
 
 #define TASK_STACK_SIZE (1u << 20)
-#define ERR_TEXT_MAX 2048
-#define CANCELLERS_MAX 16
+#define ERR_TEXT_MAX    2048
+#define CANCELLERS_MAX  16
 
 /* What the event callback of one attempt shares with its task thread. */
 struct attempt_ctx {
@@ -194,8 +194,8 @@ static void collect_outputs(struct evolve_batch *b, struct bat_item *it, evolve_
     files = json_object_get(o, "files");
     json_object_foreach(files, k, v) json_array_append_new(names, json_string(k));
     json_object_set_new(result, "outputs", names);
-    json_object_set(result, "data", json_object_get(o, "data") ? json_object_get(o, "data")
-                                                               : json_null());
+    json_object_set(result, "data",
+                    json_object_get(o, "data") ? json_object_get(o, "data") : json_null());
     if (it->task.schema) {
         const char *e = json_string_value(json_object_get(o, "error"));
 
@@ -227,9 +227,9 @@ static void add_cost(json_t *result, evolve_t *ev)
                                   json_integer_value(json_object_get(t, "prompt")), "completion",
                                   json_integer_value(json_object_get(t, "completion")), "cached",
                                   json_integer_value(json_object_get(c, "cachedTokens"))));
-    json_object_set(result, "costUsd", json_is_number(json_object_get(c, "cost"))
-                                           ? json_object_get(c, "cost")
-                                           : json_null());
+    json_object_set(result, "costUsd",
+                    json_is_number(json_object_get(c, "cost")) ? json_object_get(c, "cost")
+                                                               : json_null());
     json_decref(c);
 }
 
@@ -274,8 +274,9 @@ static enum bat_failure finish_result(json_t *result, const struct bat_run_outco
     json_object_set_new(result, "startedAt", json_string(core_iso8601(a, started)));
     json_object_set_new(result, "finishedAt", json_string(core_iso8601(z, finished)));
     if (!json_object_get(result, "tokens"))
-        json_object_set_new(result, "tokens", json_pack("{s:i, s:i, s:i}", "prompt", 0,
-                                                        "completion", 0, "cached", 0));
+        json_object_set_new(
+            result, "tokens",
+            json_pack("{s:i, s:i, s:i}", "prompt", 0, "completion", 0, "cached", 0));
     if (!json_object_get(result, "costUsd"))
         json_object_set_new(result, "costUsd", json_null());
     return f;
@@ -366,8 +367,8 @@ static void run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned at
     so.callback = on_event;
     so.payload = &c;
     so.capacity = 4096;
-    so.kinds = (1u << EVOLVE_EVENT_CONTENT) | (1u << EVOLVE_EVENT_LIFECYCLE) |
-               (1u << EVOLVE_EVENT_GAP);
+    so.kinds =
+        (1u << EVOLVE_EVENT_CONTENT) | (1u << EVOLVE_EVENT_LIFECYCLE) | (1u << EVOLVE_EVENT_GAP);
     if (evolve_subscribe(&sub, ev, &so) < 0) {
         o.internal_error = true;
         snprintf(why, sizeof(why), "%s", evolve_error_last()->message);

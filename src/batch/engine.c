@@ -40,8 +40,8 @@ static uint64_t next_rand(struct evolve_batch *b)
     return b->rng * 2685821657736338717ull;
 }
 
-static int send_msg(struct evolve_batch *b, uint32_t type, uint64_t delay_ms,
-                    struct bat_verdict *v, struct bat_item *it)
+static int send_msg(struct evolve_batch *b, uint32_t type, uint64_t delay_ms, struct bat_verdict *v,
+                    struct bat_item *it)
 {
     struct sched_msg *m = calloc(1, sizeof(*m));
 

@@ -115,6 +115,7 @@ void bat_task_dispose(struct bat_task *t)
     for (i = 0; t->tags && t->tags[i]; i++)
         free(t->tags[i]);
     free(t->tags);
+    memset(t, 0, sizeof(*t));
 }
 
 void bat_manifest_free(struct bat_manifest *m)

@@ -20,5 +20,7 @@ int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf
 int cli_parse_main(int argc, char **argv);
 /* Subcommands (one file each). */
 int cli_mockllm_main(int argc, char **argv);
+/* evolve batch MANIFEST -o OUTDIR ... / evolve batch merge (batch.c) */
+int cli_batch_main(int argc, char **argv);
 
 #endif

@@ -10,6 +10,7 @@
 
 static const struct cli_command commands[] = {
     {"parse", "print the events of a recorded agent stream", cli_parse_main},
+    {"batch", "run a task manifest across many sandboxes (and merge shards)", cli_batch_main},
     {"mock-llm", "serve a scripted model on loopback for real agent CLIs", cli_mockllm_main},
     {"checkpoint", "create, list, download, restore, verify and gc checkpoints",
      cli_checkpoint_main},
