@@ -33,6 +33,7 @@ struct attempt_ctx {
     pthread_cond_t cond;
     bool run_ended;       /* a run_complete/run_failed/run_interrupted lifecycle event */
     bool run_interrupted; /* ... and it was run_interrupted */
+    bool killed;          /* sandbox_killed (after evolve_kill) */
     char err[ERR_TEXT_MAX];
     size_t err_len;
 };
@@ -56,6 +57,10 @@ static void on_event(const evolve_event_t *e, void *payload)
     const char *js = evolve_event_json(e, &len);
     evolve_event_kind_t kind = evolve_event_kind(e);
 
+    /* The user's callback first: once run_ended is set below, the task thread may release the
+     * sandbox, and the user must have seen the run end by then. */
+    if (c->b->on_event)
+        c->b->on_event(c->it->task.id, c->attempt, e, c->b->payload);
     if (c->events && js) {
         fwrite(js, 1, len, c->events);
         fputc('\n', c->events);
@@ -79,11 +84,33 @@ static void on_event(const evolve_event_t *e, void *payload)
             c->run_interrupted = !strcmp(r, "run_interrupted");
             pthread_cond_broadcast(&c->cond);
             pthread_mutex_unlock(&c->lock);
+        } else if (r && !strcmp(r, "sandbox_killed")) {
+            pthread_mutex_lock(&c->lock);
+            c->killed = true;
+            pthread_cond_broadcast(&c->cond);
+            pthread_mutex_unlock(&c->lock);
         }
         json_decref(j);
     }
-    if (c->b->on_event)
-        c->b->on_event(c->it->task.id, c->attempt, e, c->b->payload);
+}
+
+/* Waits (bounded) until the event callback set *flag. */
+static void wait_for(struct attempt_ctx *c, const bool *flag, uint64_t ms)
+{
+    uint64_t deadline = core_mono_ms() + ms;
+    struct timespec ts;
+
+    pthread_mutex_lock(&c->lock);
+    while (!*flag && core_mono_ms() < deadline) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 static int read_local(const char *path, char **data, size_t *len)
@@ -333,6 +360,7 @@ static void run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned at
     json_t *result = result_new(it, attempt);
     int64_t started = core_wall_ms();
     bool schema_invalid = false;
+    uint64_t run_ms = 0;
     int rc;
 
     pthread_mutex_init(&c.lock, NULL);
@@ -387,7 +415,9 @@ static void run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned at
         ro.timeout_ms = t->timeout_ms;
         ro.resume = EVOLVE_RESUME_NO;
         ro.from = t->from;
+        run_ms = core_mono_ms();
         rc = evolve_run(&res, ev, &ro);
+        run_ms = core_mono_ms() - run_ms;
     }
     if (evolve_get_session(ev)) {
         v.created = true;
@@ -407,28 +437,20 @@ static void run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned at
         v.create_throttled = o.create_failed && bat_failure_classify(&o) == BAT_FAILURE_CAPACITY;
         goto verdict;
     }
-    {
-        uint64_t deadline = core_mono_ms() + 10000;
-        struct timespec ts;
-
-        /* The run's last events reach the subscriber after evolve_run returned: wait for the
-         * run's final lifecycle event so events/<id>.jsonl is complete. */
-        pthread_mutex_lock(&c.lock);
-        while (!c.run_ended && core_mono_ms() < deadline) {
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 50 * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&c.cond, &c.lock, &ts);
-        }
-        pthread_mutex_unlock(&c.lock);
-    }
+    /* The run's last events reach the subscriber after evolve_run returned: wait for the run's
+     * final lifecycle event so events/<id>.jsonl is complete. */
+    wait_for(&c, &c.run_ended, 10000);
     o.exit_code = evolve_result_exit_code(res);
-    o.sandbox_lost = strstr(evolve_result_stderr(res), "sandbox lost:") != NULL;
     o.interrupted = c.run_interrupted || (canceled(b) && o.exit_code != 0);
-    o.timed_out = o.exit_code == -1 && !o.sandbox_lost && !o.interrupted;
+    /* Exit -1 without an interrupt is a timeout or a lost sandbox (the result does not say
+     * which): a run that ended before its timeout lost its sandbox. */
+    o.timed_out = o.exit_code == -1 && !o.interrupted && run_ms + 50 >= t->timeout_ms;
+    o.sandbox_lost = o.exit_code == -1 && !o.interrupted && !o.timed_out;
+    if (o.sandbox_lost)
+        snprintf(swhy, sizeof(swhy),
+                 "sandbox lost after %llu ms (its daemon or status stream "
+                 "ended without an exit)",
+                 (unsigned long long)run_ms);
     tail_text(why, sizeof(why) / 2, evolve_result_stderr(res));
     pthread_mutex_lock(&c.lock);
     if (c.err_len && strlen(why) + c.err_len + 2 < sizeof(why)) {
@@ -438,10 +460,13 @@ static void run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned at
     }
     pthread_mutex_unlock(&c.lock);
     o.error_text = why;
-    if (o.timed_out && !*why)
+    if (o.sandbox_lost)
+        snprintf(why, sizeof(why), "%s", swhy);
+    if (o.timed_out)
         snprintf(why, sizeof(why), "timed out after %llu ms", (unsigned long long)t->timeout_ms);
     if (!o.timed_out && !o.interrupted && !o.sandbox_lost && o.exit_code != 0 && !*why)
         snprintf(why, sizeof(why), "the agent exited with code %d", o.exit_code);
+    swhy[0] = '\0';
     collect_outputs(b, it, ev, result, &schema_invalid, swhy, sizeof(swhy));
     o.schema_invalid = schema_invalid;
     if (schema_invalid && o.exit_code == 0)
@@ -455,6 +480,8 @@ verdict:
         v.klass = BAT_FAILURE_INTERNAL;
     }
     bat_engine_verdict(b, &v); /* journaled (or a retry scheduled) before the sandbox goes */
+    if (ev && sub && v.created && evolve_kill(ev) == 0)
+        wait_for(&c, &c.killed, 5000); /* so events/<id>.jsonl ends with sandbox_killed */
     evolve_result_free(res);
     evolve_subscription_free(sub);
     if (c.events)
