@@ -20,6 +20,7 @@ enum fake_kind {
     FAKE_SCHEMA_BAD, /* result.json fails the schema */
     FAKE_LOST_ONCE,  /* first attempt kills its sandbox daemon; the retry succeeds */
     FAKE_SLOW_OK,    /* like OK after a short sleep (kill -9 / signal tests) */
+    FAKE_HANG,       /* sleeps 30 s under the batch default timeout (cancel tests) */
     FAKE_KIND_COUNT
 };
 
@@ -83,6 +84,7 @@ static inline char *fake_task_line(const char *id, enum fake_kind k, const char 
         snprintf(script, sizeof(script), "cat trace.jsonl\necho boom >&2\nexit 3\n");
         break;
     case FAKE_TIMEOUT:
+    case FAKE_HANG:
         snprintf(script, sizeof(script), "exec sleep 30\n");
         break;
     case FAKE_SCHEMA_BAD:
@@ -101,9 +103,9 @@ static inline char *fake_task_line(const char *id, enum fake_kind k, const char 
     default:
         ts_die("bad kind");
     }
-    files = k == FAKE_TIMEOUT ? json_pack("{s:s}", "agent.sh", script)
-                              : json_pack("{s:s, s:{s:s}}", "agent.sh", script, "trace.jsonl",
-                                          "file", "trace.jsonl");
+    files = k == FAKE_TIMEOUT || k == FAKE_HANG ? json_pack("{s:s}", "agent.sh", script)
+                                                : json_pack("{s:s, s:{s:s}}", "agent.sh", script,
+                                                            "trace.jsonl", "file", "trace.jsonl");
     t = json_pack("{s:s, s:s, s:s, s:o, s:[s]}", "id", id, "prompt", "agent.sh", "agent", "replay",
                   "files", files, "tags", "fake");
     if (schema)
