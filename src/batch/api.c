@@ -100,6 +100,7 @@ static void batch_dispose(struct evolve_batch *b)
     free(b->schema_path);
     free(b->threads);
     free(b->work);
+    free(b->pending);
     json_decref(b->done);
     json_decref(b->ids);
     bat_journal_free(b->journal);

@@ -23,7 +23,7 @@
 #include "io/http.h"
 #include "providers/local.h"
 
-enum { MSG_KICK = 1, MSG_TICK, MSG_VERDICT, MSG_RETRY };
+enum { MSG_KICK = 1, MSG_TICK, MSG_VERDICT, MSG_FLUSH, MSG_RETRY };
 
 struct sched_msg {
     struct act_msg hdr;
@@ -130,12 +130,21 @@ static void account(struct evolve_batch *b, const json_t *r, enum bat_failure f)
         b->unpriced++;
 }
 
+static void answer(struct bat_verdict *v)
+{
+    pthread_mutex_lock(&v->lock);
+    v->answered = true;
+    pthread_cond_signal(&v->cond);
+    pthread_mutex_unlock(&v->lock);
+}
+
+/* Retry or record. Records are not written here: they wait in b->pending for the FLUSH message
+ * this queues behind every verdict already in the mailbox, so one write + fdatasync covers them
+ * all (group commit). */
 static void on_verdict(struct evolve_batch *b, struct bat_verdict *v)
 {
     struct bat_item *it = v->item;
-    bool retry;
-    char *line = NULL;
-    int rc = 0;
+    bool retry, flush = false;
 
     pthread_mutex_lock(&b->lock);
     if (v->create_throttled)
@@ -152,33 +161,84 @@ static void on_verdict(struct evolve_batch *b, struct bat_verdict *v)
         b->waiting_retry++;
         if (send_msg(b, MSG_RETRY, delay ? delay : 1, NULL, it) < 0)
             b->waiting_retry--;
+    } else if (v->result) {
+        if (b->npending == b->pending_cap) {
+            size_t ncap = b->pending_cap ? b->pending_cap * 2 : 64;
+            struct bat_verdict **n = realloc(b->pending, ncap * sizeof(*n));
+
+            if (n) {
+                b->pending = n;
+                b->pending_cap = ncap;
+            }
+        }
+        if (b->npending < b->pending_cap) {
+            b->pending[b->npending++] = v;
+            flush = !b->flush_queued;
+            b->flush_queued = true;
+            v = NULL;
+        }
     }
     pthread_mutex_unlock(&b->lock);
-    if (!retry && v->result) {
-        /* The journal has one writer (this actor): append outside the lock. */
-        rc = bat_journal_append(b->journal, v->result);
-        if (rc < 0)
-            core_log_warn("batch: task %s: %s", it->task.id, evolve_error_last()->message);
-        if (b->on_result)
-            line = json_dumps(v->result, JSON_COMPACT);
-        pthread_mutex_lock(&b->lock);
-        if (rc < 0 && !b->journal_rc)
-            b->journal_rc = rc;
-        json_object_set(b->done, it->task.id, v->result);
-        account(b, v->result, v->klass);
-        it->finished = true;
-        pthread_mutex_unlock(&b->lock);
+    if (flush && send_msg(b, MSG_FLUSH, 0, NULL, NULL) < 0)
+        core_log_warn("batch: scheduler gone: %s", evolve_error_last()->message);
+    if (v) {
+        if (v->result && !retry) /* no room to queue it: write it alone */
+            bat_journal_append(b->journal, v->result);
+        json_decref(v->result);
+        v->result = NULL;
+        answer(v);
     }
-    json_decref(v->result);
-    v->result = NULL;
-    pthread_mutex_lock(&v->lock);
-    v->answered = true;
-    pthread_cond_signal(&v->cond);
-    pthread_mutex_unlock(&v->lock);
-    if (line) {
-        b->on_result(it->task.id, line, b->payload);
-        free(line);
+}
+
+static void on_flush(struct evolve_batch *b)
+{
+    struct bat_verdict **group;
+    json_t **lines;
+    size_t n, i;
+    int rc;
+
+    pthread_mutex_lock(&b->lock);
+    group = b->pending;
+    n = b->npending;
+    b->pending = NULL;
+    b->npending = b->pending_cap = 0;
+    b->flush_queued = false;
+    pthread_mutex_unlock(&b->lock);
+    if (!n) {
+        free(group);
+        return;
     }
+    lines = malloc(n * sizeof(*lines));
+    for (i = 0; lines && i < n; i++)
+        lines[i] = group[i]->result;
+    /* The journal has one writer (this actor): written outside the lock. */
+    rc = lines ? bat_journal_append_many(b->journal, lines, n) : core_error_oom();
+    if (rc < 0)
+        core_log_warn("batch: %s", evolve_error_last()->message);
+    free(lines);
+    pthread_mutex_lock(&b->lock);
+    if (rc < 0 && !b->journal_rc)
+        b->journal_rc = rc;
+    for (i = 0; i < n; i++) {
+        json_object_set(b->done, group[i]->item->task.id, group[i]->result);
+        account(b, group[i]->result, group[i]->klass);
+        group[i]->item->finished = true;
+    }
+    pthread_mutex_unlock(&b->lock);
+    for (i = 0; i < n; i++) {
+        struct bat_verdict *v = group[i];
+        struct bat_item *it = v->item;
+        char *line = b->on_result ? json_dumps(v->result, JSON_COMPACT) : NULL;
+
+        json_decref(v->result);
+        v->result = NULL;
+        answer(v); /* from here the task thread may release the sandbox */
+        if (line) {
+            b->on_result(it->task.id, line, b->payload);
+            free(line);
+        }
+    }
+    free(group);
 }
 
 void bat_sched_behaviour(struct act_actor *self, void *state, struct act_msg *msg)
@@ -190,6 +250,9 @@ void bat_sched_behaviour(struct act_actor *self, void *state, struct act_msg *ms
     switch (msg->type) {
     case MSG_VERDICT:
         on_verdict(b, m->verdict);
+        break;
+    case MSG_FLUSH:
+        on_flush(b);
         break;
     case MSG_RETRY:
         pthread_mutex_lock(&b->lock);

@@ -73,7 +73,10 @@ struct evolve_batch {
     uint64_t tokens_prompt, tokens_completion;
     double cost_usd;
     bool started, canceled, kick_pending, sched_gone;
-    int journal_rc; /* first journal error */
+    int journal_rc;               /* first journal error */
+    struct bat_verdict **pending; /* verdicts waiting for the next group commit */
+    size_t npending, pending_cap;
+    bool flush_queued;
     struct bat_bucket bucket;
     uint64_t rng;
     atomic_uint_fast64_t events;

@@ -110,7 +110,7 @@ static size_t count_dir(const char *path)
     if (!d)
         return 0;
     while ((de = readdir(d)))
-        if (de->d_name[0] != '.')
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
             n++;
     closedir(d);
     return n;
@@ -208,6 +208,17 @@ Test(batch_cli, kill_9_then_rerun_records_every_task_exactly_once)
         crashed += !strcmp(json_string_value(json_object_get(v, "status")), "failed");
     }
     cr_assert_eq(crashed, 43, "exactly the crashing tasks failed");
+    if (count_dir(sandboxes)) {
+        char cmd[2000];
+
+        snprintf(cmd, sizeof(cmd), "ls -laR %s >&2; cat %s/*/sandbox.meta >&2", sandboxes,
+                 sandboxes);
+        if (fork() == 0) {
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(1);
+        }
+        wait(NULL);
+    }
     cr_assert_eq(count_dir(sandboxes), 0, "no orphan sandbox directories");
     cr_assert_eq(processes_inside(), 0, "no orphan sandbox processes");
     json_decref(ids);

@@ -119,7 +119,7 @@ static size_t count_dir(const char *path)
     if (!d)
         return 0;
     while ((de = readdir(d)))
-        if (de->d_name[0] != '.')
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
             n++;
     closedir(d);
     return n;
