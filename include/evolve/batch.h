@@ -32,7 +32,7 @@ typedef struct evolve_batch evolve_batch_t;
 /** A task reached its terminal result (already fsync'd in results.jsonl). `result_json` is the
  *  line written: {id, status, failureClass, error, attempts, agent, model, sandboxId, exitCode,
  *  durationMs, startedAt, finishedAt, tokens{prompt,completion,cached}, costUsd, tags, outputs,
- *  data}. */
+ *  data, checkpoint (CheckpointInfo or null)}. */
 typedef void (*evolve_batch_result_cb)(const char *task_id, const char *result_json, void *payload);
 /** One live event of a task (see evolve_event_json); `attempt` is 1-based. */
 typedef void (*evolve_batch_event_cb)(const char *task_id, unsigned int attempt,
@@ -55,7 +55,9 @@ typedef struct evolve_batch_options {
     const char *schema_path; /**< JSON Schema file for tasks without their own schema */
     uint64_t timeout_ms;     /**< per run; 0: 3,600,000 */
     const char *const *env;  /**< extra "NAME=value" for every sandbox; NULL-terminated */
-    bool checkpoint;         /**< checkpoint each finished task: EVOLVE_EUNSUPPORTED for now */
+    bool checkpoint;         /**< checkpoint each successful task into the store (content
+                                  identical across tasks is stored once): result "checkpoint" */
+    const char *store_root;  /**< checkpoint store; NULL: $EVOLVE_HOME/store */
     bool reuse_sandboxes;    /**< pool sandboxes across tasks: EVOLVE_EUNSUPPORTED for now */
     evolve_batch_result_cb on_result;
     evolve_batch_event_cb on_event;
@@ -70,8 +72,8 @@ typedef struct evolve_batch_options {
 
 /** Opens OUTDIR (reading results.jsonl so finished tasks are skipped) and, on the local provider,
  *  removes sandboxes orphaned by an earlier process that died. Nothing runs before
- *  evolve_batch_start(). @return 0, EVOLVE_EINVAL (options), EVOLVE_EUNSUPPORTED (checkpoint,
- *  reuse_sandboxes), EVOLVE_EIO (OUTDIR), EVOLVE_ENOMEM. */
+ *  evolve_batch_start(). @return 0, EVOLVE_EINVAL (options), EVOLVE_EUNSUPPORTED (reuse_sandboxes),
+ *  EVOLVE_EIO (OUTDIR), EVOLVE_ENOMEM. */
 EVOLVE_API int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt,
                                 const evolve_batch_options_t *opts);
 

@@ -66,6 +66,7 @@ static int copy_opts(struct evolve_batch *b, const evolve_batch_options_t *o)
     DUP(model, o->model);
     DUP(system_prompt, o->system_prompt);
     DUP(schema_path, o->schema_path);
+    DUP(store_root, o->store_root);
 #undef DUP
     while (o->env && o->env[n])
         n++;
@@ -98,6 +99,7 @@ static void batch_dispose(struct evolve_batch *b)
     free(b->model);
     free(b->system_prompt);
     free(b->schema_path);
+    free(b->store_root);
     free(b->threads);
     free(b->work);
     free(b->pending);
@@ -144,10 +146,6 @@ int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt, const evolve_ba
                               o ? o->version : 0);
     if (!o->outdir || !*o->outdir)
         return core_error_set(EVOLVE_EINVAL, "evolve_batch_new: an output directory is required");
-    if (o->checkpoint)
-        return core_error_set(EVOLVE_EUNSUPPORTED,
-                              "--checkpoint: checkpointing is not available yet (it needs the "
-                              "storage module, which this build does not have)");
     if (o->reuse_sandboxes)
         return core_error_set(EVOLVE_EUNSUPPORTED,
                               "--reuse-sandboxes: sandbox reuse is not supported yet; every task "
@@ -164,6 +162,7 @@ int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt, const evolve_ba
     b->concurrency = o->concurrency ? o->concurrency : 4;
     b->retries = o->retries;
     b->retry_agent_failures = o->retry_agent_failures;
+    b->checkpoint = o->checkpoint;
     b->rerun_failed = o->rerun_failed;
     b->retry_base_ms = o->retry_base_ms ? o->retry_base_ms : 1000;
     b->timeout_ms = o->timeout_ms;
@@ -207,6 +206,17 @@ fail:
     return rc;
 }
 
+/* What the engine cannot run even though the manifest format allows it; NULL when fine. */
+static const char *task_problem(const struct bat_task *t)
+{
+    if (t->from && (t->files_count || t->context_count))
+        /* The run restores the checkpoint into a fresh sandbox; uploads before it would boot a
+         * sandbox the restore refuses to overwrite. */
+        return "\"files\"/\"context\" cannot be combined with \"from\" (the checkpoint "
+               "provides the workspace)";
+    return NULL;
+}
+
 static bool id_names_a_file(const char *id)
 {
     return strlen(id) <= 200 && !strchr(id, '/') && strcmp(id, ".") && strcmp(id, "..");
@@ -226,6 +236,11 @@ static int add_item(struct evolve_batch *b, struct bat_task *t)
                             "task \"%s\": an id must be a file name (no '/', not . or .., at most "
                             "200 bytes)",
                             t->id);
+        bat_task_dispose(t);
+        return rc;
+    }
+    if (task_problem(t)) {
+        rc = core_error_set(EVOLVE_EINVAL, "task \"%s\": %s", t->id, task_problem(t));
         bat_task_dispose(t);
         return rc;
     }
@@ -288,12 +303,35 @@ int evolve_batch_add_task(evolve_batch_t *b, const char *task_json)
     return add_item(b, &t);
 }
 
-static char *join_problems(const struct bat_manifest *m)
+/* The manifest's problems plus the engine's own (task_problem, file-name ids) as
+ * "path:line: reason" lines; the engine's are added to m->problems. Returns the joined text
+ * (NULL when none or on OOM). */
+static char *collect_problems(struct bat_manifest *m, unsigned shard_index, unsigned shard_count)
 {
     size_t i, len = 0;
     char *s, *p;
 
-    if (!m || !m->problems_count)
+    for (i = 0; i < m->count; i++) {
+        const struct bat_task *t = &m->tasks[i];
+        const char *why = task_problem(t);
+        char **n, line[1024];
+
+        if (shard_count && !bat_task_in_shard(t, shard_index, shard_count))
+            continue;
+        if (!why && !id_names_a_file(t->id))
+            why = "an id must be a file name (no '/', not . or .., at most 200 bytes)";
+        if (!why)
+            continue;
+        snprintf(line, sizeof(line), "%s:%zu: %s", m->path, t->line, why);
+        n = realloc(m->problems, (m->problems_count + 2) * sizeof(*n));
+        if (!n)
+            return NULL;
+        m->problems = n;
+        if (!(m->problems[m->problems_count] = strdup(line)))
+            return NULL;
+        m->problems[++m->problems_count] = NULL;
+    }
+    if (!m->problems_count)
         return NULL;
     for (i = 0; i < m->problems_count; i++)
         len += strlen(m->problems[i]) + 1;
@@ -311,6 +349,7 @@ int evolve_batch_add_manifest(evolve_batch_t *b, const char *path, unsigned int 
     struct bat_defaults d;
     struct bat_manifest *m = NULL;
     size_t i, added = 0, skipped = 0;
+    char *problems;
     int rc, first_err = 0;
 
     if (problems_out)
@@ -319,8 +358,16 @@ int evolve_batch_add_manifest(evolve_batch_t *b, const char *path, unsigned int 
         return core_error_set(EVOLVE_EINVAL, "evolve_batch_add_manifest: bad arguments");
     defaults(b, &d);
     rc = bat_manifest_load(&m, path, &d);
+    if (!m)
+        return rc;
+    problems = collect_problems(m, shard_index, shard_count);
+    if (rc == 0 && m->problems_count)
+        rc = core_error_set(EVOLVE_EINVAL, "%s (and %zu more invalid line%s)", m->problems[0],
+                            m->problems_count - 1, m->problems_count == 2 ? "" : "s");
     if (problems_out)
-        *problems_out = join_problems(m);
+        *problems_out = problems;
+    else
+        free(problems);
     if (rc < 0 && (rc != EVOLVE_EINVAL || !skip_invalid)) {
         bat_manifest_free(m);
         return rc;
@@ -330,6 +377,8 @@ int evolve_batch_add_manifest(evolve_batch_t *b, const char *path, unsigned int 
 
         if (shard_count && !bat_task_in_shard(&m->tasks[i], shard_index, shard_count))
             continue;
+        if (task_problem(&m->tasks[i]) || !id_names_a_file(m->tasks[i].id))
+            continue; /* listed in the problems, skipped with --skip-invalid */
         r = add_item(b, &m->tasks[i]);
         if (r == 0)
             added++;

@@ -274,10 +274,11 @@ static json_t *result_new(const struct bat_item *it, unsigned attempt)
 {
     const struct bat_task *t = &it->task;
 
-    return json_pack("{s:s, s:I, s:s, s:o, s:o, s:o, s:o, s:o}", "id", t->id, "attempts",
+    return json_pack("{s:s, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "id", t->id, "attempts",
                      (json_int_t)attempt, "agent", t->agent, "model",
                      t->model ? json_string(t->model) : json_null(), "tags", tags_json(t),
-                     "outputs", json_array(), "data", json_null(), "sandboxId", json_null());
+                     "outputs", json_array(), "data", json_null(), "sandboxId", json_null(),
+                     "checkpoint", json_null());
 }
 
 /* Fills status/failureClass/error/timing of `result` and returns the class. */
@@ -381,6 +382,10 @@ static void run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned at
     eo.schema_json = schema;
     eo.env = (const char *const *)b->env;
     eo.session_log_dir = logs;
+    /* --checkpoint: the session checkpoints a successful run into the shared store (content
+     * identical across tasks is stored once); a task's `from` needs the store too. */
+    eo.storage = b->checkpoint || t->from;
+    eo.store_root = b->store_root;
     if (!result || !c.events) {
         o.internal_error = true;
         snprintf(why, sizeof(why), "%.700s: %s", c.events ? "result" : path,
@@ -469,6 +474,11 @@ static void run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned at
     swhy[0] = '\0';
     collect_outputs(b, it, ev, result, &schema_invalid, swhy, sizeof(swhy));
     o.schema_invalid = schema_invalid;
+    if (evolve_result_checkpoint_json(res)) {
+        json_t *cp = json_loads(evolve_result_checkpoint_json(res), 0, NULL);
+
+        json_object_set_new(result, "checkpoint", cp ? cp : json_null());
+    }
     if (schema_invalid && o.exit_code == 0)
         snprintf(why, sizeof(why), "%s", swhy);
     add_cost(result, ev);

@@ -49,11 +49,11 @@ struct bat_verdict {
 
 struct evolve_batch {
     evolve_runtime_t *rt;
-    char *outdir, *provider, *agent, *model, *system_prompt, *schema_path;
+    char *outdir, *provider, *agent, *model, *system_prompt, *schema_path, *store_root;
     char **env;
     uint64_t timeout_ms, retry_base_ms;
     unsigned concurrency, retries;
-    bool retry_agent_failures, rerun_failed;
+    bool retry_agent_failures, rerun_failed, checkpoint;
     evolve_batch_result_cb on_result;
     evolve_batch_event_cb on_event;
     void *payload;

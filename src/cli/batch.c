@@ -18,23 +18,26 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to,
-            "usage: evolve batch MANIFEST -o OUTDIR [-j N] [--provider P] [--agent A]\n"
-            "                    [--model M] [--timeout MS] [--schema FILE] [--system-prompt T]\n"
-            "                    [--retries N] [--retry-agent-failures] [--rerun-failed]\n"
-            "                    [--skip-invalid] [--shard I/N] [--create-rate R] [--quiet]\n"
-            "                    [--checkpoint] [--reuse-sandboxes]\n"
-            "       evolve batch merge -o OUTDIR DIR...\n\n"
-            "Runs every task of a JSONL manifest (README \"Batch manifest\") in its own sandbox,\n"
-            "at most N at once (default 4). Results go to OUTDIR/results.jsonl (fsync'd per\n"
-            "task), events to OUTDIR/events/<id>.jsonl, outputs to OUTDIR/outputs/<id>/, then\n"
-            "summary.json and report.html. Rerunning the same command skips finished tasks.\n"
-            "Infrastructure failures are retried up to --retries times (backoff with jitter);\n"
-            "agent failures only with --retry-agent-failures. SIGINT/SIGTERM stops admitting,\n"
-            "interrupts running tasks (recorded as interrupted) and exits; a second one exits at\n"
-            "once. --shard I/N runs the I-th of N disjoint parts (for N machines); merge their\n"
-            "OUTDIRs with 'evolve batch merge'. Exit: 0 all succeeded, 3 some failed, 130\n"
-            "interrupted, 1 error.\n");
+    fprintf(
+        to,
+        "usage: evolve batch MANIFEST -o OUTDIR [-j N] [--provider P] [--agent A]\n"
+        "                    [--model M] [--timeout MS] [--schema FILE] [--system-prompt T]\n"
+        "                    [--retries N] [--retry-agent-failures] [--rerun-failed]\n"
+        "                    [--skip-invalid] [--shard I/N] [--create-rate R] [--quiet]\n"
+        "                    [--checkpoint [--store DIR]] [--reuse-sandboxes]\n"
+        "       evolve batch merge -o OUTDIR DIR...\n\n"
+        "Runs every task of a JSONL manifest (README \"Batch manifest\") in its own sandbox,\n"
+        "at most N at once (default 4). Results go to OUTDIR/results.jsonl (fsync'd per\n"
+        "task), events to OUTDIR/events/<id>.jsonl, outputs to OUTDIR/outputs/<id>/, then\n"
+        "summary.json and report.html. Rerunning the same command skips finished tasks.\n"
+        "Infrastructure failures are retried up to --retries times (backoff with jitter);\n"
+        "agent failures only with --retry-agent-failures. SIGINT/SIGTERM stops admitting,\n"
+        "interrupts running tasks (recorded as interrupted) and exits; a second one exits at\n"
+        "once. --checkpoint checkpoints each successful task into the store (--store DIR,\n"
+        "default ~/.evolve/store; identical content is stored once); a task's \"from\" restores\n"
+        "one first. --shard I/N runs the I-th of N disjoint parts (for N machines); merge their\n"
+        "OUTDIRs with 'evolve batch merge'. Exit: 0 all succeeded, 3 some failed, 130\n"
+        "interrupted, 1 error.\n");
 }
 
 static int merge_main(int argc, char **argv)
@@ -147,7 +150,8 @@ static int parse_flags(struct flags *f, int argc, char **argv)
         O_QUIET,
         O_SCHEMA,
         O_SYSPROMPT,
-        O_RATE
+        O_RATE,
+        O_STORE
     };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
@@ -167,6 +171,7 @@ static int parse_flags(struct flags *f, int argc, char **argv)
         {"schema", required_argument, NULL, O_SCHEMA},
         {"system-prompt", required_argument, NULL, O_SYSPROMPT},
         {"create-rate", required_argument, NULL, O_RATE},
+        {"store", required_argument, NULL, O_STORE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

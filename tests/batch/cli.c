@@ -298,7 +298,6 @@ Test(batch_cli, bad_manifest_lines_are_reported_and_stop_the_batch)
 
 Test(batch_cli, unavailable_flags_and_merge)
 {
-    const char *ckpt[] = {manifest, "-o", out, "--checkpoint", NULL};
     const char *reuse[] = {manifest, "-o", out, "--reuse-sandboxes", NULL};
     const char *shard1[] = {manifest,  "-o",  out,       "--agent", "replay",
                             "--shard", "1/2", "--quiet", NULL};
@@ -310,10 +309,6 @@ Test(batch_cli, unavailable_flags_and_merge)
     const char *badshard[] = {manifest, "-o", out, "--shard", "3/2", NULL};
 
     fake_write_manifest(manifest, 10, slow_mix, marks);
-    cr_assert_eq(run(ckpt), 1);
-    err = ts_read_file(errlog, NULL);
-    cr_assert_not_null(strstr(err, "checkpointing is not available yet"), "%s", err);
-    free(err);
     cr_assert_eq(run(reuse), 1);
     err = ts_read_file(errlog, NULL);
     cr_assert_not_null(strstr(err, "not supported yet"), "%s", err);

@@ -360,16 +360,83 @@ Test(batch_engine, bwrap_isolation_runs_tasks_too)
     json_decref(results);
 }
 
+Test(batch_engine, checkpoint_records_each_successful_task_and_from_restores_it)
+{
+    evolve_batch_options_t o = EVOLVE_BATCH_OPTIONS_INIT;
+    char out[800], store[800], line[8192], *l;
+    evolve_batch_t *b;
+    json_t *results, *r;
+    const char *ckpt;
+    size_t i;
+
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(store, sizeof(store), "%s/store", dir);
+    o.outdir = out;
+    o.concurrency = 3;
+    o.checkpoint = true;
+    o.store_root = store;
+    cr_assert_eq(evolve_batch_new(&b, rt, &o), 0, "%s", evolve_error_last()->message);
+    for (i = 0; i < 3; i++) {
+        char id[16];
+
+        snprintf(id, sizeof(id), "c%zu", i);
+        l = fake_task_line(id, i == 2 ? FAKE_CRASH : FAKE_OK, marks);
+        cr_assert_eq(evolve_batch_add_task(b, l), 0, "%s", evolve_error_last()->message);
+        free(l);
+    }
+    cr_assert_eq(evolve_batch_wait(b, 60000), 0, "%s", evolve_error_last()->message);
+    evolve_batch_free(b);
+    results = fake_read_results(out);
+    cr_assert_eq(json_array_size(results), 3);
+    json_array_foreach(results, i, r)
+    {
+        const json_t *cp = json_object_get(r, "checkpoint");
+        bool ok = !strcmp(json_string_value(json_object_get(r, "status")), "success");
+
+        if (ok)
+            cr_assert_eq(strncmp(json_string_value(json_object_get(cp, "id")), "ckpt_", 5), 0, "%s",
+                         json_dumps(r, 0));
+        else
+            cr_assert(json_is_null(cp), "a failed run is not checkpointed");
+    }
+    ckpt = NULL;
+    json_array_foreach(results, i, r) if (!ckpt) ckpt =
+        json_string_value(json_object_get(json_object_get(r, "checkpoint"), "id"));
+    cr_assert_not_null(ckpt);
+
+    /* A task that starts from that checkpoint runs in its workspace: agent.sh and trace.jsonl
+     * are not uploaded, they come from the checkpoint. Files beside `from` are refused. */
+    snprintf(out, sizeof(out), "%s/out2", dir);
+    o.outdir = out;
+    o.checkpoint = false;
+    cr_assert_eq(evolve_batch_new(&b, rt, &o), 0, "%s", evolve_error_last()->message);
+    snprintf(line, sizeof(line),
+             "{\"id\":\"bad\",\"agent\":\"replay\",\"prompt\":\"agent.sh\",\"from\":\"%s\","
+             "\"files\":{\"x\":\"y\"}}",
+             ckpt);
+    cr_assert_eq(evolve_batch_add_task(b, line), EVOLVE_EINVAL);
+    cr_assert_not_null(strstr(evolve_error_last()->message, "from"), "%s",
+                       evolve_error_last()->message);
+    snprintf(line, sizeof(line),
+             "{\"id\":\"from\",\"agent\":\"replay\",\"prompt\":\"agent.sh\",\"from\":\"%s\"}",
+             ckpt);
+    cr_assert_eq(evolve_batch_add_task(b, line), 0, "%s", evolve_error_last()->message);
+    cr_assert_eq(evolve_batch_wait(b, 60000), 0, "%s", evolve_error_last()->message);
+    evolve_batch_free(b);
+    json_decref(results);
+    results = fake_read_results(out);
+    cr_assert_eq(json_array_size(results), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(results, 0), "status")),
+                     "success", "%s", json_dumps(json_array_get(results, 0), 0));
+    json_decref(results);
+}
+
 Test(batch_engine, unavailable_options_say_so)
 {
     evolve_batch_options_t o = EVOLVE_BATCH_OPTIONS_INIT;
     evolve_batch_t *b = NULL;
 
     o.outdir = dir;
-    o.checkpoint = true;
-    cr_assert_eq(evolve_batch_new(&b, rt, &o), EVOLVE_EUNSUPPORTED);
-    cr_assert_not_null(strstr(evolve_error_last()->message, "checkpoint"));
-    o.checkpoint = false;
     o.reuse_sandboxes = true;
     cr_assert_eq(evolve_batch_new(&b, rt, &o), EVOLVE_EUNSUPPORTED);
     cr_assert_not_null(strstr(evolve_error_last()->message, "reuse"));

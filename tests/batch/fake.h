@@ -48,6 +48,8 @@ static inline const char *fake_expected_class(enum fake_kind k)
     }
 }
 
+static char fake_trace[1024] = "trace.jsonl"; /* absolute once fake_write_trace ran */
+
 /* Writes dir/trace.jsonl (the recorded claude trace) for tasks to reference. */
 static inline void fake_write_trace(const char *dir)
 {
@@ -59,6 +61,7 @@ static inline void fake_write_trace(const char *dir)
         ts_die("cannot read %s", src);
     snprintf(dst, sizeof(dst), "%s/trace.jsonl", dir);
     ts_write_file(dst, t, len);
+    snprintf(fake_trace, sizeof(fake_trace), "%s", dst);
     free(t);
 }
 
@@ -105,7 +108,7 @@ static inline char *fake_task_line(const char *id, enum fake_kind k, const char 
     }
     files = k == FAKE_TIMEOUT || k == FAKE_HANG ? json_pack("{s:s}", "agent.sh", script)
                                                 : json_pack("{s:s, s:{s:s}}", "agent.sh", script,
-                                                            "trace.jsonl", "file", "trace.jsonl");
+                                                            "trace.jsonl", "file", fake_trace);
     t = json_pack("{s:s, s:s, s:s, s:o, s:[s]}", "id", id, "prompt", "agent.sh", "agent", "replay",
                   "files", files, "tags", "fake");
     if (schema)
