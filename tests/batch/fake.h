@@ -6,6 +6,7 @@
 #define EVOLVE_TEST_BATCH_FAKE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
