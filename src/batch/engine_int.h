@@ -82,7 +82,7 @@ struct evolve_batch {
     atomic_uint_fast64_t events;
     atomic_bool cancel_flag; /* mirrors canceled for task threads (release/acquire pair) */
 
-    /* task thread pool (attempt.c) */
+    /* task thread pool (pool.c) */
     pthread_mutex_t pool_lock;
     pthread_cond_t pool_cond;
     struct bat_item **work; /* ring of items to attempt */
@@ -90,18 +90,23 @@ struct evolve_batch {
     pthread_t *threads;
     size_t nthreads, idle_threads;
     bool pool_stop;
-    /* cancellers (attempt.c) */
+    /* cancellers (pool.c) */
     pthread_t *cancellers;
     size_t ncancellers;
 };
 
-/* attempt.c: hands `it` (its attempt number already counted) to a task thread, starting one if
+/* attempt.c: runs attempt number `attempt` of `it` to its end (verdict given, sandbox released).
+ * @thread task threads */
+void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attempt);
+
+/* pool.c: hands `it` (its attempt number already counted) to a task thread, starting one if
  * none is idle and fewer than `concurrency` exist. Returns 0 or EVOLVE_ENOMEM/EVOLVE_ERROR.
  * @thread the scheduler actor */
 int bat_pool_push(struct evolve_batch *b, struct bat_item *it);
-/* Stops and joins the task threads (after every attempt ended). @thread the freeing thread */
+/* pool.c: stops and joins the task threads (after every attempt ended). @thread the freeing thread
+ */
 void bat_pool_stop(struct evolve_batch *b);
-/* Starts the threads that interrupt every running attempt. @thread evolve_batch_cancel */
+/* pool.c: starts the threads that interrupt every running attempt. @thread evolve_batch_cancel */
 int bat_cancel_running(struct evolve_batch *b);
 void bat_cancellers_join(struct evolve_batch *b);
 
