@@ -431,6 +431,45 @@ Test(batch_engine, checkpoint_records_each_successful_task_and_from_restores_it)
     json_decref(results);
 }
 
+static enum fake_kind ok_or_crash(size_t i)
+{
+    return i % 2 ? FAKE_CRASH : FAKE_OK;
+}
+
+Test(batch_engine, rerun_failed_runs_only_the_failures_and_their_new_result_wins)
+{
+    evolve_batch_options_t o = EVOLVE_BATCH_OPTIONS_INIT;
+    char out[800];
+    evolve_batch_t *b;
+    json_t *results;
+    size_t added = 0, skipped = 0;
+
+    fake_write_manifest(manifest, 10, ok_or_crash, marks);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    b = new_batch(out, 4, 3, NULL);
+    cr_assert_eq(evolve_batch_add_manifest(b, manifest, 0, 0, false, NULL, &added, NULL), 0);
+    cr_assert_eq(evolve_batch_wait(b, 60000), 0);
+    evolve_batch_free(b);
+    /* The crashing tasks now succeed: the script is replaced in the manifest. */
+    fake_write_manifest(manifest, 10, all_ok, marks);
+    o.outdir = out;
+    o.concurrency = 4;
+    o.rerun_failed = true;
+    cr_assert_eq(evolve_batch_new(&b, rt, &o), 0);
+    cr_assert_eq(evolve_batch_add_manifest(b, manifest, 0, 0, false, NULL, &added, &skipped), 0);
+    cr_assert_eq(added, 5, "only the 5 failures run again");
+    cr_assert_eq(skipped, 5);
+    cr_assert_eq(evolve_batch_wait(b, 60000), 0);
+    evolve_batch_free(b);
+    results = fake_read_results(out);
+    cr_assert_eq(json_array_size(results), 15, "the new results are appended");
+    json_decref(results);
+    cr_assert_eq(evolve_batch_new(&b, rt, &o), 0);
+    cr_assert_eq(evolve_batch_add_manifest(b, manifest, 0, 0, false, NULL, &added, &skipped), 0);
+    cr_assert_eq(added, 0, "the last line per id wins: every task has succeeded now");
+    evolve_batch_free(b);
+}
+
 Test(batch_engine, unavailable_options_say_so)
 {
     evolve_batch_options_t o = EVOLVE_BATCH_OPTIONS_INIT;
