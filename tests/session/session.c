@@ -298,6 +298,20 @@ Test(core_session, pause_then_resume_keeps_the_process_alive)
                                         &co),
                  0);
     evolve_result_free(res);
+    {
+        /* Under load the loop may not have written its first value yet: a pause then would
+         * freeze it before `n` exists and the check below would compare nothing. */
+        char first[900];
+        struct stat st;
+
+        snprintf(first, sizeof(first), "%s/sandboxes/%s/home/user/workspace/n", home,
+                 evolve_get_session(ev));
+        deadline = ts_now_ms() + 10000;
+        while (stat(first, &st) != 0 || st.st_size == 0) {
+            cr_assert_lt(ts_now_ms(), deadline, "the counter loop never started");
+            nanosleep(&(struct timespec){0, 5 * 1000000L}, NULL);
+        }
+    }
     cr_assert_eq(evolve_pause(ev), 0, "%s", evolve_error_last()->message);
     cr_assert_eq(evolve_status(&status, ev), 0);
     cr_assert_not_null(strstr(status, "\"sandbox\":\"paused\""), "%s", status);
