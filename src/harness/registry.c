@@ -4,6 +4,7 @@
  * linked in simply does not appear (the agent is then "unknown"). */
 #include "harness/harness.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -12,25 +13,28 @@
     X(claude) X(codex) X(gemini) X(qwen) X(kimi) X(opencode) X(droid) X(autohand) X(replay)
 HNS_AGENTS(HNS_AGENT_DECL)
 
-const struct hns_agent *const *hns_agent_list(void)
-{
-    /* Built once: weak symbols are resolved at link time, so the list never changes. */
 #define HNS_AGENT_ADDR(name) &hns_agent_##name,
-    static const struct hns_agent *const all[] = {HNS_AGENTS(HNS_AGENT_ADDR) NULL};
-    static const struct hns_agent *linked[sizeof(all) / sizeof(all[0])];
-    static int ready;
+static const struct hns_agent *const all_agents[] = {HNS_AGENTS(HNS_AGENT_ADDR) NULL};
+static const struct hns_agent *linked_agents[sizeof(all_agents) / sizeof(all_agents[0])];
+static pthread_once_t linked_once = PTHREAD_ONCE_INIT;
+
+static void build_linked(void)
+{
     size_t i, n = 0;
 
-    if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) /* pairs with the release store below */
-        return linked;
-    for (i = 0; i + 1 < sizeof(all) / sizeof(all[0]); i++)
-        if (all[i])
-            linked[n++] = all[i];
-    linked[n] = NULL;
-    /* release: publishes `linked` to readers that see ready == 1. Two first callers may both
-     * build it; they write identical values. */
-    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-    return linked;
+    for (i = 0; i + 1 < sizeof(all_agents) / sizeof(all_agents[0]); i++)
+        if (all_agents[i])
+            linked_agents[n++] = all_agents[i];
+    linked_agents[n] = NULL;
+}
+
+const struct hns_agent *const *hns_agent_list(void)
+{
+    /* Built once: weak symbols are resolved at link time, so the list never changes.
+     * pthread_once, not "two first callers write identical values": concurrent first calls
+     * (the batch's task threads all creating sessions at once) were a data race under TSan. */
+    pthread_once(&linked_once, build_linked);
+    return linked_agents;
 }
 
 const struct hns_agent *hns_agent_find(const char *name)
