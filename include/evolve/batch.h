@@ -58,7 +58,8 @@ typedef struct evolve_batch_options {
     bool checkpoint;         /**< checkpoint each successful task into the store (content
                                   identical across tasks is stored once): result "checkpoint" */
     const char *store_root;  /**< checkpoint store; NULL: $EVOLVE_HOME/store */
-    bool reuse_sandboxes;    /**< pool sandboxes across tasks: EVOLVE_EUNSUPPORTED for now */
+    bool reuse_sandboxes;    /**< run successive tasks with the same session options in one
+                                  sandbox (workspace emptied, resume:false) */
     evolve_batch_result_cb on_result;
     evolve_batch_event_cb on_event;
     void *payload; /**< handed to both callbacks */
@@ -72,7 +73,7 @@ typedef struct evolve_batch_options {
 
 /** Opens OUTDIR (reading results.jsonl so finished tasks are skipped) and, on the local provider,
  *  removes sandboxes orphaned by an earlier process that died. Nothing runs before
- *  evolve_batch_start(). @return 0, EVOLVE_EINVAL (options), EVOLVE_EUNSUPPORTED (reuse_sandboxes),
+ *  evolve_batch_start(). @return 0, EVOLVE_EINVAL (options),
  *  EVOLVE_EIO (OUTDIR), EVOLVE_ENOMEM. */
 EVOLVE_API int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt,
                                 const evolve_batch_options_t *opts);

@@ -146,10 +146,6 @@ int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt, const evolve_ba
                               o ? o->version : 0);
     if (!o->outdir || !*o->outdir)
         return core_error_set(EVOLVE_EINVAL, "evolve_batch_new: an output directory is required");
-    if (o->reuse_sandboxes)
-        return core_error_set(EVOLVE_EUNSUPPORTED,
-                              "--reuse-sandboxes: sandbox reuse is not supported yet; every task "
-                              "gets a fresh sandbox");
     if (o->create_rate < 0 || o->create_rate != o->create_rate)
         return core_error_set(EVOLVE_EINVAL, "evolve_batch_new: create_rate must be > 0");
     if (!(b = calloc(1, sizeof(*b))))
@@ -163,6 +159,7 @@ int evolve_batch_new(evolve_batch_t **out, evolve_runtime_t *rt, const evolve_ba
     b->retries = o->retries;
     b->retry_agent_failures = o->retry_agent_failures;
     b->checkpoint = o->checkpoint;
+    b->reuse = o->reuse_sandboxes;
     b->rerun_failed = o->rerun_failed;
     b->retry_base_ms = o->retry_base_ms ? o->retry_base_ms : 1000;
     b->timeout_ms = o->timeout_ms;

@@ -342,7 +342,46 @@ static void tail_text(char *out, size_t size, const char *text)
         out[--n] = '\0';
 }
 
-void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attempt)
+void bat_keep_drop(struct bat_keep *k)
+{
+    evolve_free(k->ev); /* kills the sandbox */
+    free(k->sig);
+    k->ev = NULL;
+    k->sig = NULL;
+}
+
+/* The session options a reused sandbox must match (frozen at evolve_new). */
+static char *session_sig(const struct bat_task *t, const char *schema, bool storage)
+{
+    size_t n = strlen(t->agent) + (t->model ? strlen(t->model) : 0) +
+               (t->system_prompt ? strlen(t->system_prompt) : 0) + (schema ? strlen(schema) : 0) +
+               8;
+    char *s = malloc(n);
+
+    if (s)
+        snprintf(s, n, "%s\x1f%s\x1f%s\x1f%s\x1f%d", t->agent, t->model ? t->model : "",
+                 t->system_prompt ? t->system_prompt : "", schema ? schema : "", storage);
+    return s;
+}
+
+/* Empties a reused sandbox's workspace: the next task starts from its own files only. */
+static int reset_workspace(evolve_t *ev, char *why, size_t why_size)
+{
+    evolve_result_t *r = NULL;
+    int rc = evolve_execute_command(
+        &r, ev, "find . -mindepth 1 -delete && mkdir -p context scripts temp output", NULL);
+
+    if (rc == 0 && evolve_result_exit_code(r) != 0)
+        rc = EVOLVE_EIO;
+    if (rc < 0)
+        snprintf(why, why_size, "workspace reset of a reused sandbox failed: %.400s",
+                 r ? evolve_result_stderr(r) : evolve_error_last()->message);
+    evolve_result_free(r);
+    return rc;
+}
+
+void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attempt,
+                     struct bat_keep *keep)
 {
     const struct bat_task *t = &it->task;
     struct attempt_ctx c = {.b = b, .it = it, .attempt = attempt};
@@ -357,7 +396,8 @@ void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attem
     char path[4096], logs[4096], why[1024] = "", swhy[512] = "", *schema = NULL;
     json_t *result = result_new(it, attempt);
     int64_t started = core_wall_ms();
-    bool schema_invalid = false;
+    bool schema_invalid = false, reused = false, keep_it;
+    char *sig = NULL;
     uint64_t run_ms = 0;
     int rc;
 
@@ -389,7 +429,16 @@ void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attem
                  c.events ? "out of memory" : strerror(errno));
         goto verdict;
     }
-    if (evolve_new(&ev, b->rt, &eo) < 0) {
+    if (keep) {
+        sig = session_sig(t, schema, eo.storage);
+        if (keep->ev && sig && keep->sig && !strcmp(sig, keep->sig)) {
+            ev = keep->ev; /* --reuse-sandboxes: same options, sandbox still up */
+            keep->ev = NULL;
+            reused = true;
+        }
+        bat_keep_drop(keep);
+    }
+    if (!ev && evolve_new(&ev, b->rt, &eo) < 0) {
         o.internal_error = true;
         snprintf(why, sizeof(why), "%s", evolve_error_last()->message);
         goto verdict;
@@ -407,6 +456,11 @@ void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attem
     if (!publish_session(it, ev, b)) {
         o.interrupted = true;
         snprintf(why, sizeof(why), "batch canceled before the run started");
+        goto verdict;
+    }
+    if (reused && reset_workspace(ev, why, sizeof(why)) < 0) {
+        o.sandbox_lost = true; /* retryable: the retry gets a fresh sandbox */
+        v.created = true;
         goto verdict;
     }
     rc = upload_sources(ev, true, t->context, t->context_count);
@@ -487,7 +541,11 @@ verdict:
         v.klass = BAT_FAILURE_INTERNAL;
     }
     bat_engine_verdict(b, &v); /* journaled (or a retry scheduled) before the sandbox goes */
-    if (ev && sub && v.created && evolve_kill(ev) == 0)
+    /* Reuse a sandbox only after outcomes that leave it healthy and idle. */
+    keep_it = keep && ev && v.created && !canceled(b) &&
+              (v.klass == BAT_FAILURE_NONE || v.klass == BAT_FAILURE_AGENT_CRASH ||
+               v.klass == BAT_FAILURE_SCHEMA_INVALID);
+    if (!keep_it && ev && sub && v.created && evolve_kill(ev) == 0)
         wait_for(&c, &c.killed, 5000); /* so events/<id>.jsonl ends with sandbox_killed */
     evolve_result_free(res);
     evolve_subscription_free(sub);
@@ -496,7 +554,14 @@ verdict:
     pthread_mutex_lock(&it->ev_lock);
     it->ev = NULL;
     pthread_mutex_unlock(&it->ev_lock);
-    evolve_free(ev);
+    if (keep_it) {
+        keep->ev = ev;
+        keep->sig = sig;
+        sig = NULL;
+    } else {
+        evolve_free(ev);
+    }
+    free(sig);
     free(schema);
     pthread_mutex_destroy(&c.lock);
     pthread_cond_destroy(&c.cond);

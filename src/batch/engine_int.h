@@ -53,7 +53,7 @@ struct evolve_batch {
     char **env;
     uint64_t timeout_ms, retry_base_ms;
     unsigned concurrency, retries;
-    bool retry_agent_failures, rerun_failed, checkpoint;
+    bool retry_agent_failures, rerun_failed, checkpoint, reuse;
     evolve_batch_result_cb on_result;
     evolve_batch_event_cb on_event;
     void *payload;
@@ -95,9 +95,19 @@ struct evolve_batch {
     size_t ncancellers;
 };
 
-/* attempt.c: runs attempt number `attempt` of `it` to its end (verdict given, sandbox released).
- * @thread task threads */
-void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attempt);
+/* A task thread's kept session (--reuse-sandboxes): its sandbox stays alive between tasks whose
+ * session options (`sig`) match. */
+struct bat_keep {
+    evolve_t *ev;
+    char *sig;
+};
+
+/* attempt.c: runs attempt number `attempt` of `it` to its end (verdict given, slot released).
+ * With reuse, `keep` supplies and receives the thread's session. @thread task threads */
+void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attempt,
+                     struct bat_keep *keep);
+/* attempt.c: kills and frees a kept session. @thread task threads */
+void bat_keep_drop(struct bat_keep *k);
 
 /* pool.c: hands `it` (its attempt number already counted) to a task thread, starting one if
  * none is idle and fewer than `concurrency` exist. Returns 0 or EVOLVE_ENOMEM/EVOLVE_ERROR.

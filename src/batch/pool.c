@@ -15,12 +15,14 @@
 
 #define TASK_STACK_SIZE (1u << 20)
 #define CANCELLERS_MAX  16
+#define KEEP_IDLE_MS    200 /* a kept sandbox waits this long for the next task */
 
 /* ---- task threads ------------------------------------------------------------------------- */
 
 static void *task_thread(void *arg)
 {
     struct evolve_batch *b = arg;
+    struct bat_keep keep = {NULL, NULL};
 
     pthread_mutex_lock(&b->pool_lock);
     for (;;) {
@@ -28,6 +30,27 @@ static void *task_thread(void *arg)
         unsigned attempt;
 
         while (!b->work_count && !b->pool_stop) {
+            if (keep.ev) {
+                /* The next task is admitted only once this one released its slot, so give it a
+                 * moment; with no work after that, do not keep an idle sandbox alive. */
+                struct timespec ts;
+
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += KEEP_IDLE_MS * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                b->idle_threads++;
+                pthread_cond_timedwait(&b->pool_cond, &b->pool_lock, &ts);
+                b->idle_threads--;
+                if (b->work_count || b->pool_stop)
+                    continue;
+                pthread_mutex_unlock(&b->pool_lock);
+                bat_keep_drop(&keep);
+                pthread_mutex_lock(&b->pool_lock);
+                continue;
+            }
             b->idle_threads++;
             pthread_cond_wait(&b->pool_cond, &b->pool_lock);
             b->idle_threads--;
@@ -39,10 +62,11 @@ static void *task_thread(void *arg)
         b->work_count--;
         attempt = it->attempt;
         pthread_mutex_unlock(&b->pool_lock);
-        bat_run_attempt(b, it, attempt);
+        bat_run_attempt(b, it, attempt, b->reuse ? &keep : NULL);
         pthread_mutex_lock(&b->pool_lock);
     }
     pthread_mutex_unlock(&b->pool_lock);
+    bat_keep_drop(&keep);
     return NULL;
 }
 

@@ -298,10 +298,9 @@ Test(batch_cli, bad_manifest_lines_are_reported_and_stop_the_batch)
 
 Test(batch_cli, unavailable_flags_and_merge)
 {
-    const char *reuse[] = {manifest, "-o", out, "--reuse-sandboxes", NULL};
     const char *shard1[] = {manifest,  "-o",  out,       "--agent", "replay",
                             "--shard", "1/2", "--quiet", NULL};
-    char out2[800], merged[800], results[900], results2[900], *err;
+    char out2[800], merged[800], results[900], results2[900];
     int rc1, rc2;
     const char *shard2[] = {manifest,  "-o",  out2,      "--agent", "replay",
                             "--shard", "2/2", "--quiet", NULL};
@@ -309,10 +308,6 @@ Test(batch_cli, unavailable_flags_and_merge)
     const char *badshard[] = {manifest, "-o", out, "--shard", "3/2", NULL};
 
     fake_write_manifest(manifest, 10, slow_mix, marks);
-    cr_assert_eq(run(reuse), 1);
-    err = ts_read_file(errlog, NULL);
-    cr_assert_not_null(strstr(err, "not supported yet"), "%s", err);
-    free(err);
     cr_assert_eq(run(badshard), 1);
     snprintf(out2, sizeof(out2), "%s/out2", dir);
     snprintf(merged, sizeof(merged), "%s/merged", dir);

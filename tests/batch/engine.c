@@ -470,17 +470,62 @@ Test(batch_engine, rerun_failed_runs_only_the_failures_and_their_new_result_wins
     evolve_batch_free(b);
 }
 
-Test(batch_engine, unavailable_options_say_so)
+Test(batch_engine, bad_options_are_refused)
 {
     evolve_batch_options_t o = EVOLVE_BATCH_OPTIONS_INIT;
     evolve_batch_t *b = NULL;
 
-    o.outdir = dir;
-    o.reuse_sandboxes = true;
-    cr_assert_eq(evolve_batch_new(&b, rt, &o), EVOLVE_EUNSUPPORTED);
-    cr_assert_not_null(strstr(evolve_error_last()->message, "reuse"));
-    o.reuse_sandboxes = false;
     o.outdir = NULL;
     cr_assert_eq(evolve_batch_new(&b, rt, &o), EVOLVE_EINVAL);
     cr_assert_null(b);
+    o.outdir = dir;
+    o.version = 99;
+    cr_assert_eq(evolve_batch_new(&b, rt, &o), EVOLVE_EINVAL);
+    cr_assert_null(b);
+}
+
+Test(batch_engine, reuse_sandboxes_runs_tasks_in_one_sandbox_with_a_clean_workspace)
+{
+    evolve_batch_options_t o = EVOLVE_BATCH_OPTIONS_INIT;
+    char out[800], line[2048], sandboxes[800];
+    evolve_batch_t *b;
+    json_t *results, *r;
+    const char *first = NULL;
+    size_t i;
+
+    snprintf(out, sizeof(out), "%s/out", dir);
+    o.outdir = out;
+    o.concurrency = 1; /* one task thread: every task after the first reuses its sandbox */
+    o.reuse_sandboxes = true;
+    cr_assert_eq(evolve_batch_new(&b, rt, &o), 0, "%s", evolve_error_last()->message);
+    for (i = 0; i < 6; i++) {
+        /* Each task leaves a file behind and fails (exit 9) if it sees another task's. */
+        snprintf(line, sizeof(line),
+                 "{\"id\":\"u%zu\",\"agent\":\"replay\",\"prompt\":\"agent.sh\",\"files\":"
+                 "{\"agent.sh\":\"ls left-* >/dev/null 2>&1 && exit 9; touch left-%zu; exit %d\"}}",
+                 i, i, i == 2 ? 4 : 0);
+        cr_assert_eq(evolve_batch_add_task(b, line), 0, "%s", evolve_error_last()->message);
+    }
+    cr_assert_eq(evolve_batch_wait(b, 60000), 0, "%s", evolve_error_last()->message);
+    evolve_batch_free(b);
+    results = fake_read_results(out);
+    cr_assert_eq(json_array_size(results), 6);
+    json_array_foreach(results, i, r)
+    {
+        const char *id = json_string_value(json_object_get(r, "id"));
+        const char *sb = json_string_value(json_object_get(r, "sandboxId"));
+
+        if (!strcmp(id, "u2")) {
+            cr_assert_str_eq(json_string_value(json_object_get(r, "failureClass")), "agent-crash");
+        } else {
+            cr_assert_str_eq(json_string_value(json_object_get(r, "status")), "success",
+                             "%s: no file of an earlier task is visible: %s", id, json_dumps(r, 0));
+        }
+        if (!first)
+            first = sb;
+        cr_assert_str_eq(sb, first, "%s ran in the same sandbox (an agent crash keeps it)", id);
+    }
+    snprintf(sandboxes, sizeof(sandboxes), "%s/sandboxes", home);
+    cr_assert_eq(count_dir(sandboxes), 0, "the kept sandbox is killed when the work runs out");
+    json_decref(results);
 }
