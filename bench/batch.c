@@ -12,7 +12,8 @@
  *                 results.jsonl and reported
  * Sandbox isolation: $EVOLVE_BENCH_ISOLATION (default none: the engine, not bubblewrap, is
  * measured); create rate 2000/s (the local default 200/s would dominate -j 500). Runs:
- * $EVOLVE_BENCH_RUNS (default 5). Human text on stderr. */
+ * $EVOLVE_BENCH_RUNS (default 5). EVOLVE_BENCH_REUSE=1 runs with --reuse-sandboxes (figures
+ * get a "_reuse" suffix). Human text on stderr. */
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -104,6 +105,7 @@ static int child_run(int fd, const char *root, unsigned j, const char *trace)
     o.outdir = out;
     o.concurrency = j;
     o.create_rate = 2000;
+    o.reuse_sandboxes = getenv("EVOLVE_BENCH_REUSE") != NULL;
     o.agent = "replay";
     o.on_event = on_event;
     o.on_result = on_result;
@@ -161,10 +163,11 @@ static void figure(const char *name, const char *unit, unsigned j, double *v, in
     double med, min, max;
 
     stats(v, runs, &med, &min, &max);
-    printf("{\"bench\":\"batch\",\"figure\":\"%s_j%u\",\"unit\":\"%s\",\"median\":%.3f,"
+    printf("{\"bench\":\"batch\",\"figure\":\"%s_j%u%s\",\"unit\":\"%s\",\"median\":%.3f,"
            "\"min\":%.3f,\"max\":%.3f,\"runs\":%d,\"work\":%d,\"work_unit\":\"tasks\","
            "\"checksum\":%lu}\n",
-           name, j, unit, med, min, max, runs, TASKS, checksum);
+           name, j, getenv("EVOLVE_BENCH_REUSE") ? "_reuse" : "", unit, med, min, max, runs, TASKS,
+           checksum);
     fflush(stdout);
 }
 
