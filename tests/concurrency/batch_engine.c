@@ -57,11 +57,12 @@ static enum fake_kind mix(size_t i)
     return k[i % 5];
 }
 
-static evolve_batch_t *start(evolve_runtime_t *rt, const char *out, struct seen *s)
+static evolve_batch_t *start(evolve_runtime_t *rt, const char *out, struct seen *s, bool reuse)
 {
     evolve_batch_options_t o = EVOLVE_BATCH_OPTIONS_INIT;
     evolve_batch_t *b = NULL;
 
+    o.reuse_sandboxes = reuse;
     o.outdir = out;
     o.concurrency = 6;
     o.retries = 1;
@@ -76,7 +77,7 @@ static evolve_batch_t *start(evolve_runtime_t *rt, const char *out, struct seen 
     return b;
 }
 
-TAP_TEST(every_task_once_under_concurrency)
+static void every_task_once(int *tap_failed_, bool reuse)
 {
     struct seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
     evolve_batch_progress_t p = {.version = EVOLVE_BATCH_PROGRESS_VERSION};
@@ -87,8 +88,10 @@ TAP_TEST(every_task_once_under_concurrency)
     int i;
 
     TAP_CHECK(evolve_runtime_new(&rt, NULL) == 0, "%s", evolve_error_last()->message);
-    snprintf(out, sizeof(out), "%s/out1", dir);
-    b = start(rt, out, &s);
+    ts_rmtree(marks); /* every FAKE_LOST_ONCE task loses its sandbox once again */
+    mkdir(marks, 0755);
+    snprintf(out, sizeof(out), "%s/out1%s", dir, reuse ? "-reuse" : "");
+    b = start(rt, out, &s, reuse);
     TAP_CHECK(evolve_batch_wait(b, 180000) == 0, "%s", evolve_error_last()->message);
     evolve_batch_progress(b, &p);
     evolve_batch_free(b);
@@ -101,6 +104,16 @@ TAP_TEST(every_task_once_under_concurrency)
     TAP_CHECK(json_array_size(r) == TASKS, "%zu lines", json_array_size(r));
     json_decref(r);
     TAP_CHECK(atomic_load(&s.events) > TASKS, "events flowed");
+}
+
+TAP_TEST(every_task_once_under_concurrency)
+{
+    every_task_once(tap_failed_, false);
+}
+
+TAP_TEST(every_task_once_reusing_sandboxes)
+{
+    every_task_once(tap_failed_, true);
 }
 
 TAP_TEST(cancel_while_admitting)
@@ -116,7 +129,7 @@ TAP_TEST(cancel_while_admitting)
 
     TAP_CHECK(evolve_runtime_new(&rt, NULL) == 0, "%s", evolve_error_last()->message);
     snprintf(out, sizeof(out), "%s/out2", dir);
-    b = start(rt, out, &s);
+    b = start(rt, out, &s, false);
     while (evolve_batch_progress(b, &p) == 0 && p.succeeded + p.failed < 5)
         evolve_batch_wait(b, 10);
     TAP_CHECK(evolve_batch_cancel(b) == 0, "cancel");
@@ -139,6 +152,7 @@ TAP_TEST(cancel_while_admitting)
 int main(int argc, char **argv)
 {
     static const struct tap_case cases[] = {TAP_CASE(every_task_once_under_concurrency),
+                                            TAP_CASE(every_task_once_reusing_sandboxes),
                                             TAP_CASE(cancel_while_admitting),
                                             {NULL, NULL}};
     char home[700];
