@@ -7,9 +7,8 @@
 # On a fresh Debian 12 with Node.js >= 20 it installs what is missing: build dependencies
 # (scripts/install-deps.sh, as root), a release build, the pinned claude and codex CLIs
 # (scripts/install-agents.sh, into ./.agents). Then it starts the mock on a free port, runs the
-# batch (`evolve batch MANIFEST -o OUT -j N` when this evolve has the batch command, else each
-# task with `evolve run`, N at a time, clearly labelled), prints the summary and the report
-# path, and stops the mock. --real skips the mock: the CLIs use ANTHROPIC_API_KEY and
+# batch (`evolve batch MANIFEST -o OUT -j N`), prints the summary and the report path, and stops
+# the mock. --real skips the mock: the CLIs use ANTHROPIC_API_KEY and
 # OPENAI_API_KEY from the environment and real models (that costs tokens).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -80,62 +79,10 @@ else
 fi
 
 T0=$(date +%s)
-if "$EVOLVE" batch --help > /dev/null 2>&1; then
-    say "evolve batch $MANIFEST -o $OUT -j $JOBS"
-    rc=0
-    "$EVOLVE" batch "$MANIFEST" -o "$OUT" -j "$JOBS" || rc=$?
-    say "summary ($(($(date +%s) - T0)) s, exit $rc)"
-    [ -f "$OUT/summary.json" ] && cat "$OUT/summary.json" && echo
-    echo "report: $ROOT/$OUT/report.html"
-    exit "$rc"
-fi
-
-# ---- no `evolve batch` in this build: the same tasks with `evolve run`, JOBS at a time ----------
-say "NOTE: this evolve has no 'batch' command yet; running the demo tasks with 'evolve run' ($JOBS at a time)"
-python3 - "$MANIFEST" > "$OUT/tasks.tsv" << 'EOF'
-import json, sys
-for n, line in enumerate(open(sys.argv[1]), 1):
-    if line.strip():
-        t = json.loads(line)
-        print("\t".join([t["id"], t.get("agent", "claude"), t["prompt"].replace("\t", " ")]))
-EOF
-run_task() {
-    local id="$1" agent="$2" prompt="$3" d="$OUT/runs/$1" t0
-    mkdir -p "$d/output"
-    t0=$(date +%s.%N)
-    rc=0
-    "$EVOLVE" run --agent "$agent" --json --out "$d/output" "$prompt" < /dev/null \
-        > "$d/events.jsonl" 2> "$d/summary.txt" || rc=$?
-    echo "$rc $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" > "$d/status"
-    echo "  done: $id ($agent) exit $rc"
-}
-pids=()
-while IFS=$'\t' read -r id agent prompt; do
-    run_task "$id" "$agent" "$prompt" &
-    pids+=($!)
-    if [ "${#pids[@]}" -ge "$JOBS" ]; then
-        wait "${pids[0]}" || true
-        pids=("${pids[@]:1}")
-    fi
-done < "$OUT/tasks.tsv"
-[ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}" || true
-
-say "summary ($(($(date +%s) - T0)) s wall for $(wc -l < "$OUT/tasks.tsv") tasks)"
-ok=0
-fail=0
-{
-    printf '%-18s %-7s %5s %6s %6s %7s  %s\n' task agent exit secs events files cost
-    while IFS=$'\t' read -r id agent prompt; do
-        d="$OUT/runs/$id"
-        read -r rc secs < "$d/status" || { rc='?'; secs='?'; }
-        events=$(grep -c . "$d/events.jsonl" 2> /dev/null || echo 0)
-        files=$(find "$d/output" -type f 2> /dev/null | wc -l)
-        cost=$(sed -n 's/^cost: \([^,]*\).*/\1/p' "$d/summary.txt" | head -n 1)
-        printf '%-18s %-7s %5s %6s %6s %7s  %s\n' "$id" "$agent" "$rc" "$secs" "$events" "$files" "${cost:-?}"
-        if [ "$rc" = 0 ]; then ok=$((ok + 1)); else fail=$((fail + 1)); fi
-    done < "$OUT/tasks.tsv"
-    echo "$ok succeeded, $fail failed"
-} | tee "$OUT/summary.txt"
-echo "events: $ROOT/$OUT/runs/<task>/events.jsonl, outputs: $ROOT/$OUT/runs/<task>/output/"
-echo "report: none ('evolve batch' writes $OUT/report.html); summary: $ROOT/$OUT/summary.txt"
-[ "$fail" -eq 0 ]
+say "evolve batch $MANIFEST -o $OUT -j $JOBS"
+rc=0
+"$EVOLVE" batch "$MANIFEST" -o "$OUT" -j "$JOBS" || rc=$?
+say "summary ($(($(date +%s) - T0)) s, exit $rc)"
+[ -f "$OUT/summary.json" ] && cat "$OUT/summary.json" && echo
+echo "report: $ROOT/$OUT/report.html"
+exit "$rc"

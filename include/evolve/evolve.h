@@ -10,6 +10,7 @@
 #include "evolve/autohand.h"
 #include "evolve/runtime.h"
 #include "evolve/session.h"
+#include "evolve/batch.h"
 #include "evolve/storage.h"
 
 #endif

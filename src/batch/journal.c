@@ -123,30 +123,61 @@ fail:
     return rc;
 }
 
-int bat_journal_append(struct bat_journal *j, const json_t *result)
+int bat_journal_append_many(struct bat_journal *j, json_t *const *results, size_t count)
 {
-    char *line = json_dumps(result, JSON_COMPACT);
-    size_t len, off = 0;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, off = 0, i;
 
-    if (!line)
-        return core_error_oom();
-    len = strlen(line);
-    line[len++] = '\n'; /* json_dumps left room: its NUL becomes the LF, and we write len bytes */
+    for (i = 0; i < count; i++) {
+        char *line = json_dumps(results[i], JSON_COMPACT);
+        size_t n;
+
+        if (!line) {
+            free(buf);
+            return core_error_oom();
+        }
+        n = strlen(line);
+        if (len + n + 1 > cap) {
+            size_t ncap = (len + n + 1) * 2;
+            char *nb = realloc(buf, ncap);
+
+            if (!nb) {
+                free(line);
+                free(buf);
+                return core_error_oom();
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        memcpy(buf + len, line, n);
+        len += n;
+        buf[len++] = '\n';
+        free(line);
+    }
+    /* One write(2) for the group, then one fdatasync: after a crash the file ends with whole
+     * lines, or with a torn tail that the next open cuts (those tasks rerun). */
     while (off < len) {
-        ssize_t n = write(j->fd, line + off, len - off);
+        ssize_t n = write(j->fd, buf + off, len - off);
 
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            free(line);
+            free(buf);
             return core_error_set(EVOLVE_EIO, "%s: %s", j->path, strerror(errno));
         }
         off += (size_t)n;
     }
-    free(line);
+    free(buf);
     if (fdatasync(j->fd) < 0)
         return core_error_set(EVOLVE_EIO, "%s: fdatasync: %s", j->path, strerror(errno));
     return 0;
+}
+
+int bat_journal_append(struct bat_journal *j, const json_t *result)
+{
+    json_t *one = (json_t *)result;
+
+    return bat_journal_append_many(j, &one, 1);
 }
 
 void bat_journal_free(struct bat_journal *j)

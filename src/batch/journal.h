@@ -21,6 +21,11 @@ int bat_journal_open(struct bat_journal **out, const char *outdir, json_t **done
  * @thread one writer at a time (the scheduler actor). */
 int bat_journal_append(struct bat_journal *j, const json_t *result);
 
+/* Group commit: appends `count` results as consecutive lines with one write(2) and one
+ * fdatasync (the scheduler flushes every result that arrived while the previous sync ran).
+ * Returns 0 or EVOLVE_EIO / EVOLVE_ENOMEM (then none of them is known to be on disk). */
+int bat_journal_append_many(struct bat_journal *j, json_t *const *results, size_t count);
+
 void bat_journal_free(struct bat_journal *j);
 
 #endif

@@ -95,7 +95,7 @@ static void source_dispose(struct bat_source *src)
     free(src->local_path);
 }
 
-static void task_dispose(struct bat_task *t)
+void bat_task_dispose(struct bat_task *t)
 {
     size_t i;
 
@@ -115,6 +115,7 @@ static void task_dispose(struct bat_task *t)
     for (i = 0; t->tags && t->tags[i]; i++)
         free(t->tags[i]);
     free(t->tags);
+    memset(t, 0, sizeof(*t));
 }
 
 void bat_manifest_free(struct bat_manifest *m)
@@ -124,7 +125,7 @@ void bat_manifest_free(struct bat_manifest *m)
     if (!m)
         return;
     for (i = 0; i < m->count; i++)
-        task_dispose(&m->tasks[i]);
+        bat_task_dispose(&m->tasks[i]);
     free(m->tasks);
     for (i = 0; i < m->problems_count; i++)
         free(m->problems[i]);
@@ -379,6 +380,35 @@ static int load_task(struct bat_task *t, const json_t *line, const char *base_di
     return 0;
 }
 
+int bat_task_parse(struct bat_task *t, const char *json, const char *base_dir,
+                   const struct bat_defaults *defs)
+{
+    static const struct bat_defaults no_defaults;
+    json_error_t jerr;
+    json_t *obj;
+    const json_t *id;
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    obj = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+    if (!obj)
+        return core_error_set(EVOLVE_EINVAL, "task: invalid JSON at column %d: %s", jerr.column,
+                              jerr.text);
+    if (!json_is_object(obj))
+        rc = core_error_set(EVOLVE_EINVAL, "task: a task must be a JSON object");
+    else if (!json_is_string(id = json_object_get(obj, "id")) || json_string_length(id) == 0)
+        rc = core_error_set(EVOLVE_EINVAL,
+                            "task: \"id\" is required and must be a non-empty string");
+    else if (!(t->id = strdup(json_string_value(id))))
+        rc = core_error_oom();
+    else
+        rc = load_task(t, obj, base_dir ? base_dir : ".", defs ? defs : &no_defaults);
+    json_decref(obj);
+    if (rc < 0)
+        bat_task_dispose(t);
+    return rc;
+}
+
 static int add_problem(struct bat_manifest *m, size_t line)
 {
     char buf[700];
@@ -458,12 +488,12 @@ int bat_manifest_load(struct bat_manifest **out, const char *path, const struct 
         }
         json_decref(obj);
         if (lrc == EVOLVE_ENOMEM) {
-            task_dispose(&t);
+            bat_task_dispose(&t);
             rc = lrc;
             goto done;
         }
         if (lrc < 0) {
-            task_dispose(&t);
+            bat_task_dispose(&t);
             if ((rc = add_problem(m, lineno)) < 0)
                 goto done;
             continue;
@@ -473,7 +503,7 @@ int bat_manifest_load(struct bat_manifest **out, const char *path, const struct 
             struct bat_task *n = realloc(m->tasks, ncap * sizeof(*n));
 
             if (!n) {
-                task_dispose(&t);
+                bat_task_dispose(&t);
                 rc = core_error_oom();
                 goto done;
             }

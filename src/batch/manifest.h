@@ -66,6 +66,16 @@ int bat_manifest_load(struct bat_manifest **out, const char *path, const struct 
 
 void bat_manifest_free(struct bat_manifest *m);
 
+/* Parses one task (a manifest line's JSON text) into *t, which the caller then owns
+ * (bat_task_dispose). Relative file paths resolve against base_dir (NULL: "."). Returns 0,
+ * EVOLVE_EINVAL naming the problem, or EVOLVE_ENOMEM. Duplicate ids are the caller's concern. */
+int bat_task_parse(struct bat_task *t, const char *json, const char *base_dir,
+                   const struct bat_defaults *defs);
+
+/* Frees what a task owns (not the struct); a zeroed task is fine. Tasks moved out of a manifest
+ * are zeroed there so bat_manifest_free does not free them twice. */
+void bat_task_dispose(struct bat_task *t);
+
 /* True when the task belongs to shard `index` (1-based) of `count`: FNV-1a of the id modulo
  * count, so the split is deterministic, independent of line order, and disjoint. */
 bool bat_task_in_shard(const struct bat_task *t, unsigned index, unsigned count);

@@ -19,5 +19,11 @@ int cli_exec_main(int argc, char **argv);       /* run.c */
 int cli_checkpoint_main(int argc, char **argv); /* checkpoint.c */
 int cli_mockllm_main(int argc, char **argv);    /* mockllm.c */
 int cli_parse_main(int argc, char **argv);      /* parse.c */
+/* evolve parse --agent NAME [FILE|-] [--summary] (parse.c) */
+int cli_parse_main(int argc, char **argv);
+/* Subcommands (one file each). */
+int cli_mockllm_main(int argc, char **argv);
+/* evolve batch MANIFEST -o OUTDIR ... / evolve batch merge (batch.c) */
+int cli_batch_main(int argc, char **argv);
 
 #endif

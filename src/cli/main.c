@@ -11,6 +11,9 @@
 static const struct cli_command commands[] = {
     {"run", "run an agent in a fresh sandbox and stream what it does", cli_run_main},
     {"exec", "run a shell command in a sandbox", cli_exec_main},
+    {"parse", "print the events of a recorded agent stream", cli_parse_main},
+    {"batch", "run a task manifest across many sandboxes (and merge shards)", cli_batch_main},
+    {"mock-llm", "serve a scripted model on loopback for real agent CLIs", cli_mockllm_main},
     {"checkpoint", "create, list, download, restore, verify and gc checkpoints",
      cli_checkpoint_main},
     {"parse", "print the events of a recorded agent stream", cli_parse_main},

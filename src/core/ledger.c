@@ -72,7 +72,8 @@ int core_ledger_new(struct core_ledger **out, json_t *pricing)
 
     if (!l)
         return core_error_oom();
-    l->pricing = json_incref(pricing);
+    l->pricing = pricing; /* borrowed: shared by every session; refcounting it from many
+                             threads is a data race (jansson reads the count unsynchronised) */
     *out = l;
     return 0;
 }
@@ -89,7 +90,6 @@ void core_ledger_free(struct core_ledger *l)
         json_decref(l->runs[i].calls);
     }
     free(l->runs);
-    json_decref(l->pricing);
     free(l);
 }
 

@@ -12,8 +12,8 @@ struct core_ledger;
  * the file. *out is a new reference. */
 int core_pricing_load(json_t **out, const char *path);
 
-/* `pricing` may be NULL (nothing is priced unless the agent priced it). Borrowed reference is
- * kept (incref'd). */
+/* `pricing` may be NULL (nothing is priced unless the agent priced it). Borrowed: it must outlive
+ * the ledger (the runtime's table does); not refcounted, as it is shared across threads. */
 int core_ledger_new(struct core_ledger **out, json_t *pricing);
 void core_ledger_free(struct core_ledger *l);
 

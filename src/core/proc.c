@@ -709,8 +709,12 @@ void sess_on_end(struct sess *s, struct end_msg *m)
         reason = op->is_run ? (code == 0 ? "run_complete" : "run_failed")
                             : (code == 0 ? "command_complete" : "command_failed");
     }
-    if (m->lost)
-        tail_append(op, "sandbox lost: the command's status stream ended without an exit\n", 66);
+    if (m->lost) {
+        static const char lost[] =
+            "sandbox lost: the command's status stream ended without an exit\n";
+
+        tail_append(op, lost, sizeof(lost) - 1); /* was 66 for 65 bytes: read past the end */
+    }
     if (op->is_run)
         core_ledger_run_end(s->ledger, true);
     if (s->log)

@@ -108,15 +108,53 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return 0;
 }
 
-/* rm -rf without following symlinks; refuses anything but a directory under the root. */
+#define TRASH_PREFIX ".trash-"
+
+/* rm -rf without following symlinks; refuses anything but a directory under the root. The
+ * directory is first renamed to <root>/.trash-<id>-<pid> in one step, so a process killed in
+ * the middle of the removal (kill -9 of a batch) leaves a trash entry the next reap removes,
+ * never a half-removed sandbox without its owner record that nobody can attribute. */
 int prov_local_remove_tree(const char *dir)
 {
+    char trash[4096];
+    const char *base = dir ? strrchr(dir, '/') : NULL;
+
     if (!dir || strlen(dir) < 2)
         return core_error_set(EVOLVE_EINVAL, "refusing to remove \"%s\"", dir ? dir : "");
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (base && base > dir &&
+        (size_t)snprintf(trash, sizeof(trash), "%.*s/" TRASH_PREFIX "%s-%ld", (int)(base - dir),
+                         dir, base + 1, (long)getpid()) < sizeof(trash) &&
+        rename(dir, trash) == 0)
+        nftw(trash, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    else
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     if (access(dir, F_OK) == 0)
         return core_error_set(EVOLVE_EIO, "sandbox directory %s could not be removed", dir);
     return 0;
+}
+
+/* Removes trash entries whose remover died (its pid is the suffix). */
+static void empty_trash(const char *root)
+{
+    DIR *d = opendir(root);
+    struct dirent *de;
+
+    while (d && (de = readdir(d)) != NULL) {
+        const char *dash;
+        char path[4096];
+        long pid;
+
+        if (strncmp(de->d_name, TRASH_PREFIX, strlen(TRASH_PREFIX)) ||
+            !(dash = strrchr(de->d_name, '-')))
+            continue;
+        pid = strtol(dash + 1, NULL, 10);
+        if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue; /* its remover is still at work */
+        snprintf(path, sizeof(path), "%s/%s", root, de->d_name);
+        nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    }
+    if (d)
+        closedir(d);
 }
 
 static pthread_mutex_t stale_mu = PTHREAD_MUTEX_INITIALIZER; /* guards <root>/.stale-cgroups */
@@ -474,6 +512,7 @@ int prov_local_reap_orphans(struct prov_local *pl, size_t *reaped_out)
     retry_stale(pl);
     sweep_cgroups(pl);
     rc = scan(pl, reap_one, &r);
+    empty_trash(pl->root);
     if (reaped_out)
         *reaped_out = r.count;
     return rc;

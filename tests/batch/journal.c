@@ -1,6 +1,8 @@
 /* The results journal: appends survive reopen, the last line per id wins, a torn tail from a
  * crash is cut and reported, junk lines are counted, and nothing else is lost. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "batch/journal.h"
@@ -91,4 +93,34 @@ Test(bat_journal, unwritable_outdir_names_the_file)
     cr_assert_eq(bat_journal_open(&j, "/nonexistent/out", &done, &torn, &bad), EVOLVE_EIO);
     cr_assert_not_null(strstr(evolve_error_last()->message, "/nonexistent/out/results.jsonl"));
     cr_assert_null(done);
+}
+
+Test(bat_journal, group_append_writes_every_line_in_order)
+{
+    struct bat_journal *j;
+    json_t *done, *rs[3];
+    char path[600], *text;
+    int torn, i;
+    size_t bad;
+
+    cr_assert_eq(bat_journal_open(&j, dir, &done, &torn, &bad), 0);
+    json_decref(done);
+    for (i = 0; i < 3; i++)
+        rs[i] = json_pack("{s:s, s:s}", "id", i == 2 ? "x" : (i ? "y" : "x"), "status",
+                          i == 2 ? "success" : "failed");
+    cr_assert_eq(bat_journal_append_many(j, rs, 3), 0);
+    for (i = 0; i < 3; i++)
+        json_decref(rs[i]);
+    bat_journal_free(j);
+    snprintf(path, sizeof(path), "%s/results.jsonl", dir);
+    text = ts_read_file(path, NULL);
+    cr_assert_str_eq(text,
+                     "{\"id\":\"x\",\"status\":\"failed\"}\n{\"id\":\"y\",\"status\":\"failed\"}\n"
+                     "{\"id\":\"x\",\"status\":\"success\"}\n");
+    free(text);
+    cr_assert_eq(bat_journal_open(&j, dir, &done, &torn, &bad), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(done, "x"), "status")),
+                     "success", "the later line of the group wins");
+    json_decref(done);
+    bat_journal_free(j);
 }
