@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="build-essential cmake pkg-config clang clang-format \
 libcurl4-openssl-dev libjansson-dev libarchive-dev libssl-dev zlib1g-dev \
-libck-dev libcriterion-dev libmicrohttpd-dev libjsmn-dev \
+libcriterion-dev libmicrohttpd-dev libjsmn-dev \
 bubblewrap python3 procps iproute2 util-linux \
 chromium"
 
