@@ -7,6 +7,7 @@
 #include "core/session_int.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "actors/runtime_public.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/stage.h"
 #include "providers/local.h"
 
 static void job_msg_free(struct act_msg *m)
@@ -58,11 +60,30 @@ const char *sess_host_home(struct sess *s)
         return NULL;
     }
     if (strcmp(s->prov->ops->name, "local")) {
-        core_error_set(EVOLVE_EUNSUPPORTED, "checkpoints of %s sandboxes are not supported yet",
+        core_error_set(EVOLVE_EUNSUPPORTED, "the %s sandbox has no home on this host",
                        s->prov->ops->name);
         return NULL;
     }
     return prov_local_box_home(prov_local_box_from(s->box));
+}
+
+static bool is_remote(const struct sess *s)
+{
+    return strcmp(s->prov->ops->name, "local") != 0;
+}
+
+/* A fresh staging directory for a remote sandbox's tree, under $EVOLVE_HOME/staging. */
+static void staging_path(char *buf, size_t size, const struct sess *s, const char *what)
+{
+    const char *home = getenv("EVOLVE_HOME"), *user = getenv("HOME");
+    static atomic_uint counter;
+
+    if (home && *home)
+        snprintf(buf, size, "%s/staging/%s-%s-%ld-%u", home, what, s->box->id, (long)getpid(),
+                 atomic_fetch_add(&counter, 1));
+    else
+        snprintf(buf, size, "%s/.evolve/staging/%s-%s-%ld-%u", user && *user ? user : ".", what,
+                 s->box->id, (long)getpid(), atomic_fetch_add(&counter, 1));
 }
 
 /* ---- checkpoint -------------------------------------------------------------------------- */
@@ -70,7 +91,9 @@ const char *sess_host_home(struct sess *s)
 struct ckpt_ctx {
     struct call *c;
     bool automatic;
+    bool staged; /* home is a staging copy of a remote sandbox, removed after the checkpoint */
     char tag[64];
+    char *comment;
 };
 
 static void cc_tag_attach(struct sess_job *j, struct ckpt_ctx *cc)
@@ -93,6 +116,8 @@ static void checkpoint_fn(struct sess_job *j)
     j->rc = evolve_store_checkpoint(&j->info, s->ev->store, j->home, &o);
     if (j->rc < 0)
         snprintf(j->err, sizeof(j->err), "%s", evolve_error_last()->message);
+    if (((struct ckpt_ctx *)j->ctx)->staged)
+        sess_stage_remove(j->home);
 }
 
 static void checkpoint_done(struct sess *s, struct sess_job *j)
@@ -123,36 +148,23 @@ static void checkpoint_done(struct sess *s, struct sess_job *j)
         else
             sess_call_complete(c, 0);
     }
+    free(cc->comment);
     free(cc);
 }
 
-static int start_checkpoint(struct sess *s, struct call *c, bool automatic, const char *comment)
+static int start_checkpoint_job(struct sess *s, struct ckpt_ctx *cc, const char *home)
 {
     struct sess_job *j = calloc(1, sizeof(*j));
-    struct ckpt_ctx *cc = calloc(1, sizeof(*cc));
-    const char *home = sess_host_home(s);
 
-    if (!home) {
-        free(j);
-        free(cc);
-        return evolve_error_last()->code;
-    }
-    if (!j || !cc) {
-        free(j);
-        free(cc);
+    if (!j)
         return core_error_oom();
-    }
-    cc->c = c;
-    cc->automatic = automatic;
-    snprintf(cc->tag, sizeof(cc->tag), "%s", s->tag);
     j->fn = checkpoint_fn;
     j->done = checkpoint_done;
-    j->ctx = cc;
     j->home = strdup(home);
     j->id = s->last_checkpoint[0] ? strdup(s->last_checkpoint) : NULL;
-    j->comment = comment ? strdup(comment) : NULL;
+    j->comment = cc->comment;
+    cc->comment = NULL;
     if (!j->home) {
-        free(cc);
         free(j->id);
         free(j->comment);
         free(j);
@@ -161,12 +173,65 @@ static int start_checkpoint(struct sess *s, struct call *c, bool automatic, cons
     /* The tag is read by the job: it points into cc, which lives until checkpoint_done. */
     cc_tag_attach(j, cc);
     if (sess_job_start(s, j) < 0) {
-        free(cc);
         j->ctx = NULL;
         job_msg_free(&j->hdr);
         return core_error_set(EVOLVE_ESHUTDOWN, "the runtime is shutting down");
     }
     return 0;
+}
+
+/* A remote sandbox's tree has arrived in the staging dir: checkpoint it like a local one. */
+static void staged_for_checkpoint(struct sess *s, int rc, const char *err, const char *staging,
+                                  void *ctx)
+{
+    struct ckpt_ctx *cc = ctx;
+    struct sess_job fake = {0};
+
+    if (rc == 0)
+        rc = start_checkpoint_job(s, cc, staging);
+    if (rc == 0)
+        return;
+    sess_stage_remove(staging);
+    /* Report through the same path as a failed job. */
+    fake.rc = rc;
+    snprintf(fake.err, sizeof(fake.err), "%s", err ? err : evolve_error_last()->message);
+    fake.ctx = cc;
+    checkpoint_done(s, &fake);
+}
+
+static int start_checkpoint(struct sess *s, struct call *c, bool automatic, const char *comment)
+{
+    struct ckpt_ctx *cc;
+    const char *home = NULL;
+    char staging[4096];
+    int rc;
+
+    if (!s->box)
+        return core_error_set(EVOLVE_ENOTFOUND, "No active sandbox. Call run() first.");
+    if (!is_remote(s) && !(home = sess_host_home(s)))
+        return evolve_error_last()->code;
+    cc = calloc(1, sizeof(*cc));
+    if (!cc)
+        return core_error_oom();
+    cc->c = c;
+    cc->automatic = automatic;
+    snprintf(cc->tag, sizeof(cc->tag), "%s", s->tag);
+    if (comment && !(cc->comment = strdup(comment))) {
+        free(cc);
+        return core_error_oom();
+    }
+    if (home) {
+        rc = start_checkpoint_job(s, cc, home);
+    } else {
+        cc->staged = true;
+        staging_path(staging, sizeof(staging), s, "ckpt");
+        rc = sess_stage_download(s, staging, staged_for_checkpoint, cc);
+    }
+    if (rc < 0) {
+        free(cc->comment);
+        free(cc);
+    }
+    return rc;
 }
 
 void sess_auto_checkpoint(struct sess *s, struct call *c)
@@ -277,12 +342,20 @@ static int merge_move(const char *src, const char *dst)
 
 struct restore_ctx {
     void (*then)(struct sess *s, int rc, const char *err);
+    bool remote; /* restore into a staging dir, then upload it into the sandbox */
 };
 
 static void restore_fn(struct sess_job *j)
 {
     char tmp[4096];
 
+    if (((struct restore_ctx *)j->ctx)->remote) {
+        /* j->home is the staging dir: the upload happens on the actor afterwards. */
+        j->rc = evolve_store_restore(&j->info, j->s->ev->store, j->id, j->home);
+        if (j->rc < 0)
+            snprintf(j->err, sizeof(j->err), "%s", evolve_error_last()->message);
+        return;
+    }
     snprintf(tmp, sizeof(tmp), "%s/../../restore-%s", j->home, j->id);
     j->rc = evolve_store_restore(&j->info, j->s->ev->store, j->id, tmp);
     if (j->rc < 0) {
@@ -297,10 +370,34 @@ static void restore_fn(struct sess_job *j)
     rmdir(tmp);
 }
 
+static void uploaded(struct sess *s, int rc, const char *err, const char *staging, void *ctx)
+{
+    struct restore_ctx *r = ctx;
+
+    sess_stage_remove(staging);
+    if (rc == 0)
+        s->has_run = true;
+    r->then(s, rc, err);
+    free(r);
+}
+
 static void restore_done(struct sess *s, struct sess_job *j)
 {
     struct restore_ctx *rc = j->ctx;
 
+    if (rc->remote) {
+        if (j->rc == 0) {
+            snprintf(s->last_checkpoint, sizeof(s->last_checkpoint), "%s", j->id);
+            if (sess_stage_upload(s, j->home, uploaded, rc) == 0)
+                return;
+            j->rc = evolve_error_last()->code;
+            snprintf(j->err, sizeof(j->err), "%s", evolve_error_last()->message);
+        }
+        sess_stage_remove(j->home);
+        rc->then(s, j->rc, j->err);
+        free(rc);
+        return;
+    }
     if (j->rc == 0) {
         snprintf(s->last_checkpoint, sizeof(s->last_checkpoint), "%s", j->id);
         s->has_run = true;
@@ -313,8 +410,26 @@ void sess_restore_into_box(struct sess *s, void (*then)(struct sess *s, int rc, 
 {
     struct sess_job *j = calloc(1, sizeof(*j));
     struct restore_ctx *rc = calloc(1, sizeof(*rc));
-    const char *home = sess_host_home(s);
+    char staging[4096];
+    const char *home;
 
+    if (s->box && is_remote(s)) {
+        char *slash;
+
+        staging_path(staging, sizeof(staging), s, "restore");
+        home = staging;
+        /* The store restores into a missing directory; its parent must exist. */
+        slash = strrchr(staging, '/');
+        if (slash) {
+            *slash = '\0';
+            mkdir(staging, 0755);
+            *slash = '/';
+        }
+        if (rc)
+            rc->remote = true;
+    } else {
+        home = sess_host_home(s);
+    }
     if (!j || !rc || !home) {
         free(j);
         free(rc);

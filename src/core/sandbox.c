@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/instructions.h"
 #include "core/log.h"
+#include "core/stage.h"
 
 static const char *const sb_name[SB_COUNT] = {
     [SB_STOPPED] = "stopped", [SB_BOOTING] = "booting", [SB_READY] = "ready",
@@ -717,6 +718,11 @@ static void on_prov_done(struct sess *s, struct prov_done_msg *m)
     case STEP_EXEC_STARTED:
     case STEP_SIGNAL_SENT:
         sess_proc_prov_done(s, m);
+        break;
+    case STEP_STAGE_LIST:
+    case STEP_STAGE_READ:
+    case STEP_STAGE_WRITE:
+        sess_stage_prov_done(s, m);
         break;
     case STEP_OUT_LIST:
     case STEP_OUT_READ:

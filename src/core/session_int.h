@@ -287,6 +287,9 @@ enum sess_step {
     STEP_UPLOADED,
     STEP_OUT_LIST,
     STEP_OUT_READ,
+    STEP_STAGE_LIST,
+    STEP_STAGE_READ,
+    STEP_STAGE_WRITE,
 };
 
 #endif
