@@ -355,12 +355,13 @@ static char *session_sig(const struct bat_task *t, const char *schema, bool stor
 {
     size_t n = strlen(t->agent) + (t->model ? strlen(t->model) : 0) +
                (t->system_prompt ? strlen(t->system_prompt) : 0) + (schema ? strlen(schema) : 0) +
-               8;
+               (t->provider ? strlen(t->provider) : 0) + 10;
     char *s = malloc(n);
 
     if (s)
-        snprintf(s, n, "%s\x1f%s\x1f%s\x1f%s\x1f%d", t->agent, t->model ? t->model : "",
-                 t->system_prompt ? t->system_prompt : "", schema ? schema : "", storage);
+        snprintf(s, n, "%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s", t->agent, t->model ? t->model : "",
+                 t->system_prompt ? t->system_prompt : "", schema ? schema : "", storage,
+                 t->provider ? t->provider : "");
     return s;
 }
 
@@ -414,7 +415,7 @@ void bat_run_attempt(struct evolve_batch *b, struct bat_item *it, unsigned attem
         schema = json_dumps(t->schema, JSON_COMPACT);
     eo.agent = t->agent;
     eo.model = t->model;
-    eo.provider = b->provider;
+    eo.provider = t->provider ? t->provider : b->provider;
     eo.system_prompt = t->system_prompt;
     eo.schema_json = schema;
     eo.env = (const char *const *)b->env;

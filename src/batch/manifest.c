@@ -103,6 +103,7 @@ void bat_task_dispose(struct bat_task *t)
     free(t->prompt);
     free(t->agent);
     free(t->model);
+    free(t->provider);
     for (i = 0; i < t->context_count; i++)
         source_dispose(&t->context[i]);
     free(t->context);
@@ -316,8 +317,8 @@ static int load_tags(char ***out, const json_t *v)
 }
 
 static const char *const known_keys[] = {
-    "id",           "prompt",    "agent", "model", "context",  "files", "schema",
-    "systemPrompt", "timeoutMs", "from",  "tags",  "attempts", NULL,
+    "id",           "prompt",    "agent", "model", "context",  "files",    "schema",
+    "systemPrompt", "timeoutMs", "from",  "tags",  "attempts", "provider", NULL,
 };
 
 static int load_task(struct bat_task *t, const json_t *line, const char *base_dir,
@@ -349,6 +350,14 @@ static int load_task(struct bat_task *t, const json_t *line, const char *base_di
         return rc;
     if (!(d->agent_known ? d->agent_known : registry_knows)(t->agent))
         return core_error_set(EVOLVE_EINVAL, "unknown agent \"%s\"", t->agent);
+    if ((rc = opt_string(&t->provider, line, "provider", NULL)) < 0)
+        return rc;
+    if (t->provider && strcmp(t->provider, "local") && strcmp(t->provider, "e2b") &&
+        strcmp(t->provider, "daytona") && strcmp(t->provider, "auto"))
+        return core_error_set(EVOLVE_EINVAL, "%s",
+                              !strcmp(t->provider, "modal")
+                                  ? "Modal is not supported yet"
+                                  : "unknown \"provider\" (local, e2b, daytona or auto)");
     if ((rc = opt_string(&t->model, line, "model", d->model)) < 0 ||
         (rc = opt_string(&t->system_prompt, line, "systemPrompt", d->system_prompt)) < 0 ||
         (rc = opt_string(&t->from, line, "from", NULL)) < 0)

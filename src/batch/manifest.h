@@ -21,8 +21,9 @@ struct bat_source {
 struct bat_task {
     char *id;
     char *prompt;
-    char *agent; /* never NULL after load: the line's, else the default */
-    char *model; /* NULL: the agent's default */
+    char *agent;    /* never NULL after load: the line's, else the default */
+    char *model;    /* NULL: the agent's default */
+    char *provider; /* sandbox provider for this task; NULL: the batch's */
     struct bat_source *context;
     size_t context_count;
     struct bat_source *files;

@@ -185,3 +185,22 @@ Test(bat_manifest, shards_are_disjoint_and_cover_everything)
     cr_assert_eq(bat_shard_parse("x", &idx, &cnt), EVOLVE_EINVAL);
     cr_assert_not_null(strstr(evolve_error_last()->message, "--shard \"x\""));
 }
+
+Test(bat_manifest, per_task_provider)
+{
+    struct bat_defaults d = {.agent_known = known};
+    struct bat_manifest *m;
+    const char *p = write_manifest("{\"id\":\"a\",\"prompt\":\"p\",\"provider\":\"e2b\"}\n"
+                                   "{\"id\":\"b\",\"prompt\":\"p\"}\n"
+                                   "{\"id\":\"c\",\"prompt\":\"p\",\"provider\":\"modal\"}\n"
+                                   "{\"id\":\"d\",\"prompt\":\"p\",\"provider\":\"aws\"}\n");
+
+    cr_assert_eq(bat_manifest_load(&m, p, &d), EVOLVE_EINVAL);
+    cr_assert_eq(m->count, 2);
+    cr_assert_str_eq(m->tasks[0].provider, "e2b");
+    cr_assert_null(m->tasks[1].provider, "the batch's provider applies");
+    cr_assert_not_null(strstr(m->problems[0], ":3: Modal is not supported yet"), "%s",
+                       m->problems[0]);
+    cr_assert_not_null(strstr(m->problems[1], ":4: unknown \"provider\""), "%s", m->problems[1]);
+    bat_manifest_free(m);
+}
