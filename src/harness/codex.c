@@ -557,12 +557,7 @@ static int build_command(struct hns_command *cmd, const struct hns_run_spec *spe
     hns_buf_free(&toml);
     if (rc)
         return core_error_oom();
-    cmd->stdin_len = strlen(spec->prompt);
-    cmd->stdin_data = malloc(cmd->stdin_len + 1);
-    if (!cmd->stdin_data)
-        return core_error_oom();
-    memcpy(cmd->stdin_data, spec->prompt, cmd->stdin_len + 1);
-    return 0;
+    return hns_command_stdin(cmd, spec->prompt, strlen(spec->prompt));
 }
 
 static const char *const codex_dirs[] = {".codex", NULL};

@@ -755,14 +755,8 @@ static int build_command(struct hns_command *out, const struct hns_run_spec *spe
     if (rc == 0)
         rc = hns_command_file(out, ".factory/evolve-settings.json", settings, 0644);
     /* the prompt goes on stdin, byte for byte (the reference pipes it with printf '%s') */
-    if (rc == 0) {
-        out->stdin_len = strlen(spec->prompt);
-        out->stdin_data = malloc(out->stdin_len + 1);
-        if (!out->stdin_data)
-            rc = core_error_oom();
-        else
-            memcpy(out->stdin_data, spec->prompt, out->stdin_len + 1);
-    }
+    if (rc == 0)
+        rc = hns_command_stdin(out, spec->prompt, strlen(spec->prompt));
     free(settings);
     free(settings_path);
     if (rc < 0)

@@ -264,6 +264,20 @@ int hns_command_file(struct hns_command *cmd, const char *path, const char *cont
     return 0;
 }
 
+int hns_command_stdin(struct hns_command *cmd, const char *data, size_t len)
+{
+    char *copy = malloc(len + 1);
+
+    if (!copy)
+        return core_error_oom();
+    memcpy(copy, data, len);
+    copy[len] = '\0';
+    free(cmd->stdin_data);
+    cmd->stdin_data = copy;
+    cmd->stdin_len = len;
+    return 0;
+}
+
 void hns_command_dispose(struct hns_command *cmd)
 {
     size_t i;

@@ -62,9 +62,9 @@ struct hns_agent {
     const char *const *state_dirs; /* dirs under HOME checkpointed with the workspace, NULL-ended */
     const char *const *state_excludes; /* paths under state_dirs never checkpointed (credentials);
                                         * NULL-ended; may be NULL */
-    const char *default_model;     /* used when the run names none; may be NULL */
-    const char *api_key_env;       /* env var the CLI reads its key from, e.g. ANTHROPIC_API_KEY */
-    const char *base_url_env;      /* env var for the endpoint, e.g. ANTHROPIC_BASE_URL */
+    const char *default_model;         /* used when the run names none; may be NULL */
+    const char *api_key_env;  /* env var the CLI reads its key from, e.g. ANTHROPIC_API_KEY */
+    const char *base_url_env; /* env var for the endpoint, e.g. ANTHROPIC_BASE_URL */
     /* Per-run parser state. state_new may leave *out NULL for stateless parsers. */
     int (*state_new)(void **out);
     void (*state_free)(void *state);
@@ -147,6 +147,8 @@ char *hns_fence(const char *s);
 int hns_command_arg(struct hns_command *cmd, const char *arg);
 int hns_command_env(struct hns_command *cmd, const char *name, const char *value);
 int hns_command_file(struct hns_command *cmd, const char *path, const char *content, mode_t mode);
+/* Sets the bytes written on the child's stdin (a copy of `data`, then stdin is closed). */
+int hns_command_stdin(struct hns_command *cmd, const char *data, size_t len);
 void hns_command_dispose(struct hns_command *cmd);
 
 /* ---- harness-b block: event fields, line parsing and usage helpers (src/harness/fields.c),
