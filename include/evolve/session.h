@@ -29,27 +29,32 @@ typedef struct evolve_subscription evolve_subscription_t; /**< a subscriber */
 
 /** Session configuration. Frozen at the first operation, as the reference does. */
 typedef struct evolve_options {
-    unsigned int version;          /**< EVOLVE_OPTIONS_VERSION */
-    const char *agent;             /**< "claude" (default), "codex", "gemini", ... */
-    const char *model;             /**< NULL: the agent's default */
-    const char *api_key;           /**< model provider key; NULL: the agent's env var */
-    const char *base_url;          /**< model endpoint; NULL: env var or vendor default */
-    const char *provider;          /**< sandbox provider: NULL/"local", "e2b", "daytona" */
-    const char *workspace_mode;    /**< "knowledge" (default) or "swe" */
-    const char *system_prompt;     /**< appended to the agent's instruction file */
-    const char *schema_json;       /**< JSON Schema of output/result.json; NULL: none */
+    unsigned int version;           /**< EVOLVE_OPTIONS_VERSION */
+    const char *agent;              /**< "claude" (default), "codex", "gemini", ... */
+    const char *model;              /**< NULL: the agent's default */
+    const char *api_key;            /**< model provider key; NULL: the agent's env var */
+    const char *base_url;           /**< model endpoint; NULL: env var or vendor default */
+    const char *provider;           /**< sandbox provider: NULL/"local", "e2b", "daytona" */
+    const char *workspace_mode;     /**< "knowledge" (default) or "swe" */
+    const char *system_prompt;      /**< appended to the agent's instruction file */
+    const char *schema_json;        /**< JSON Schema of output/result.json; NULL: none */
     const char *session_tag_prefix; /**< NULL: "evolve" */
-    const char *session_id;        /**< attach to this existing sandbox instead of creating one */
-    const char *store_root;        /**< checkpoint store directory; NULL with storage: default */
-    bool storage;                  /**< checkpoint after each successful foreground run */
-    bool no_network;               /**< local provider: cut the sandbox's network */
-    bool keep_sandbox;             /**< evolve_free() detaches instead of killing */
-    const char *const *env;        /**< extra "NAME=value" for every process; NULL-terminated */
-    const char *session_log_dir;   /**< NULL: ~/.evolve-sdk/observability/sessions */
+    const char *session_id;         /**< attach to this existing sandbox instead of creating one */
+    const char *store_root;         /**< checkpoint store directory; NULL with storage: default */
+    bool storage;                   /**< checkpoint after each successful foreground run */
+    bool no_network;                /**< local provider: cut the sandbox's network */
+    bool keep_sandbox;              /**< evolve_free() detaches instead of killing */
+    const char *const *env;         /**< extra "NAME=value" for every process; NULL-terminated */
+    const char *session_log_dir;    /**< NULL: ~/.evolve-sdk/observability/sessions */
+    bool ask_permission;            /**< agents that support it (autohand) ask before risky
+                                         tools; answer with evolve_write_stdin() */
 } evolve_options_t;
 
 #define EVOLVE_OPTIONS_VERSION 1
-#define EVOLVE_OPTIONS_INIT {.version = EVOLVE_OPTIONS_VERSION}
+#define EVOLVE_OPTIONS_INIT                                                                        \
+    {                                                                                              \
+        .version = EVOLVE_OPTIONS_VERSION                                                          \
+    }
 EVOLVE_API int evolve_options_init(evolve_options_t *opts, unsigned int version);
 
 /** Creates a session on `rt` (which must outlive it). Nothing starts until the first operation.
@@ -74,10 +79,13 @@ typedef struct evolve_run_options {
 } evolve_run_options_t;
 
 #define EVOLVE_RUN_OPTIONS_VERSION 1
-#define EVOLVE_RUN_OPTIONS_INIT {.version = EVOLVE_RUN_OPTIONS_VERSION}
+#define EVOLVE_RUN_OPTIONS_INIT                                                                    \
+    {                                                                                              \
+        .version = EVOLVE_RUN_OPTIONS_VERSION                                                      \
+    }
 #define EVOLVE_RESUME_DEFAULT 0
-#define EVOLVE_RESUME_YES 1
-#define EVOLVE_RESUME_NO 2
+#define EVOLVE_RESUME_YES     1
+#define EVOLVE_RESUME_NO      2
 
 /** Runs the agent. Foreground: returns when the agent exits (or times out: exit code -1). On
  *  a timeout or failure the result still arrives with its exit code; only failures to start
@@ -94,7 +102,10 @@ typedef struct evolve_command_options {
     bool background;
 } evolve_command_options_t;
 #define EVOLVE_COMMAND_OPTIONS_VERSION 1
-#define EVOLVE_COMMAND_OPTIONS_INIT {.version = EVOLVE_COMMAND_OPTIONS_VERSION}
+#define EVOLVE_COMMAND_OPTIONS_INIT                                                                \
+    {                                                                                              \
+        .version = EVOLVE_COMMAND_OPTIONS_VERSION                                                  \
+    }
 
 /** Runs a shell command (`sh -c command`) in the sandbox's workspace. */
 EVOLVE_API int evolve_execute_command(evolve_result_t **out, evolve_t *ev, const char *command,
@@ -104,13 +115,20 @@ EVOLVE_API int evolve_execute_command(evolve_result_t **out, evolve_t *ev, const
 EVOLVE_API int evolve_result_exit_code(const evolve_result_t *r);
 EVOLVE_API const char *evolve_result_stdout(const evolve_result_t *r);
 EVOLVE_API const char *evolve_result_stderr(const evolve_result_t *r);
-EVOLVE_API const char *evolve_result_run_id(const evolve_result_t *r);     /**< NULL for commands */
+EVOLVE_API const char *evolve_result_run_id(const evolve_result_t *r); /**< NULL for commands */
 EVOLVE_API const char *evolve_result_sandbox_id(const evolve_result_t *r);
 /** The CheckpointInfo JSON of the auto-checkpoint, or NULL when none was made. */
 EVOLVE_API const char *evolve_result_checkpoint_json(const evolve_result_t *r);
 /** The whole result as JSON {sandboxId, runId?, exitCode, stdout, stderr, checkpoint?}. */
 EVOLVE_API const char *evolve_result_json(const evolve_result_t *r);
 EVOLVE_API void evolve_result_free(evolve_result_t *r);
+
+/** Writes `data` to the active run's stdin, for agents that keep it open (autohand's JSON-RPC
+ *  replies, e.g. from evolve_autohand_permission_reply()). Small writes only: the bytes must fit
+ *  in the pipe now.
+ *  @return 0, EVOLVE_ENOTFOUND (no active run with an open stdin) or EVOLVE_EBUSY (the agent is
+ *  not reading its stdin). @thread any */
+EVOLVE_API int evolve_write_stdin(evolve_t *ev, const void *data, size_t len);
 
 /** Interrupts the active operation (SIGINT to its process group, then SIGKILL after a grace
  *  period). @return 0 (also when nothing was running). */
@@ -162,15 +180,18 @@ typedef enum evolve_backpressure {
 typedef void (*evolve_event_cb)(const evolve_event_t *event, void *payload);
 
 typedef struct evolve_subscribe_options {
-    unsigned int version;              /**< EVOLVE_SUBSCRIBE_OPTIONS_VERSION */
-    evolve_event_cb callback;          /**< NULL: poll with evolve_subscription_poll() */
-    void *payload;                     /**< handed to callback untouched */
-    uint32_t capacity;                 /**< queued events; 0: 1024 */
+    unsigned int version;     /**< EVOLVE_SUBSCRIBE_OPTIONS_VERSION */
+    evolve_event_cb callback; /**< NULL: poll with evolve_subscription_poll() */
+    void *payload;            /**< handed to callback untouched */
+    uint32_t capacity;        /**< queued events; 0: 1024 */
     evolve_backpressure_t backpressure;
-    uint32_t kinds;                    /**< bit set of (1u << evolve_event_kind_t); 0: all */
+    uint32_t kinds; /**< bit set of (1u << evolve_event_kind_t); 0: all */
 } evolve_subscribe_options_t;
 #define EVOLVE_SUBSCRIBE_OPTIONS_VERSION 1
-#define EVOLVE_SUBSCRIBE_OPTIONS_INIT {.version = EVOLVE_SUBSCRIBE_OPTIONS_VERSION}
+#define EVOLVE_SUBSCRIBE_OPTIONS_INIT                                                              \
+    {                                                                                              \
+        .version = EVOLVE_SUBSCRIBE_OPTIONS_VERSION                                                \
+    }
 
 /** Subscribes to the session's events (from now on). A callback runs on a worker, in order,
  *  never concurrently with itself. @return 0, EVOLVE_EINVAL, EVOLVE_ENOMEM. */

@@ -6,11 +6,14 @@
 #include "core/session_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "actors/runtime_public.h"
@@ -54,6 +57,8 @@ static void op_free(struct proc_op *op)
 {
     if (!op)
         return;
+    if (op->stdin_fd >= 0)
+        close(op->stdin_fd);
     core_pump_release(op->pump);
     hns_parser_free(op->parser);
     hns_command_dispose(&op->cmd);
@@ -269,23 +274,64 @@ struct stdin_job {
     size_t len;
 };
 
+static int write_all_nosigpipe(int fd, const char *data, size_t len);
+
 static void write_stdin_job(void *arg)
 {
     struct stdin_job *j = arg;
-    size_t off = 0;
 
-    while (off < j->len) {
-        ssize_t n = write(j->fd, j->data + off, j->len - off);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break; /* the agent closed stdin or died: its exit tells the rest */
-        off += (size_t)n;
-    }
+    /* A failure means the agent closed stdin or died: its exit tells the rest. */
+    write_all_nosigpipe(j->fd, j->data, j->len);
     close(j->fd);
     free(j->data);
     free(j);
+}
+
+/* Writes all of `data` to an agent's stdin pipe (blocking or not, as the fd is set). A reader
+ * that went away must not kill the embedding program with SIGPIPE, and a library must not change
+ * the process's signal dispositions: SIGPIPE is blocked on this thread for the write, and one it
+ * raised is consumed before unblocking, so the write fails with EPIPE instead. */
+static int write_all_nosigpipe(int fd, const char *data, size_t len)
+{
+    sigset_t pipe_set, old;
+    size_t off = 0;
+    int rc = 0, saved;
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    while (off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = -1;
+            break;
+        }
+        off += (size_t)n;
+    }
+    saved = errno;
+    if (rc < 0 && errno == EPIPE && !sigismember(&old, SIGPIPE))
+        sigtimedwait(&pipe_set, NULL, &(struct timespec){0, 0});
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return rc;
+}
+
+void sess_write_stdin(struct sess *s, struct call *c)
+{
+    struct proc_op *op = s->active;
+
+    if (!op || op->stdin_fd < 0) {
+        sess_call_fail(c, EVOLVE_ENOTFOUND, "no active run with an open stdin");
+        return;
+    }
+    if (write_all_nosigpipe(op->stdin_fd, c->data, c->len) < 0) {
+        sess_call_fail(c, EVOLVE_EBUSY, "the agent is not reading its stdin (%s)", strerror(errno));
+        return;
+    }
+    sess_call_complete(c, 0);
 }
 
 /* ---- starting ----------------------------------------------------------------------------- */
@@ -310,7 +356,7 @@ static void exec_now(struct sess *s, struct proc_op *op)
     spec.argv = (const char *const *)op->cmd.argv;
     spec.envp = (const char *const *)op->cmd.env;
     spec.cwd = SESS_WORKDIR;
-    spec.flags = op->cmd.stdin_data ? 0 : PROV_EXEC_NO_STDIN;
+    spec.flags = op->cmd.stdin_data || op->cmd.stdin_keep_open ? 0 : PROV_EXEC_NO_STDIN;
     /* Recorded before the spawn: output files changed from here on belong to this turn. */
     s->last_op_ms = core_wall_ms();
     m = sess_prov_msg(s, STEP_EXEC_STARTED, op);
@@ -360,6 +406,7 @@ void sess_start_run(struct sess *s, struct call *c)
         return;
     }
     op->id = ++s->op_counter;
+    op->stdin_fd = -1;
     op->is_run = true;
     op->background = c->background;
     op->call = c;
@@ -379,6 +426,7 @@ void sess_start_run(struct sess *s, struct call *c)
                   : c->run.resume == EVOLVE_RESUME_YES ? true
                                                        : s->has_run;
     spec.offline = true;
+    spec.ask_permission = s->ev->ask_permission;
     rc = s->ev->agent->build_command(&op->cmd, &spec);
     if (rc == 0)
         rc = hns_parser_new(&op->parser, s->ev->agent->name, emit_trampoline, op);
@@ -426,6 +474,7 @@ void sess_start_command(struct sess *s, struct call *c)
         return;
     }
     op->id = ++s->op_counter;
+    op->stdin_fd = -1;
     op->background = c->background;
     op->call = c;
     rc = hns_command_arg(&op->cmd, "sh");
@@ -458,7 +507,17 @@ static void on_started(struct sess *s, struct proc_op *op, struct prov_done_msg 
     }
     op->proc_id = proc->id;
     op->pid = proc->pid;
-    if (proc->stdin_fd >= 0 && op->cmd.stdin_data) {
+    if (proc->stdin_fd >= 0 && op->cmd.stdin_keep_open) {
+        /* An RPC agent: the actor owns stdin for the run (prompt now, replies later), written
+         * non-blocking so a stalled agent can never block a worker. */
+        fcntl(proc->stdin_fd, F_SETFL, fcntl(proc->stdin_fd, F_GETFL) | O_NONBLOCK);
+        op->stdin_fd = proc->stdin_fd;
+        proc->stdin_fd = -1;
+        if (op->cmd.stdin_data &&
+            write_all_nosigpipe(op->stdin_fd, op->cmd.stdin_data, op->cmd.stdin_len) < 0)
+            core_log_warn("session %s: the agent did not take its %zu-byte prompt on stdin", s->tag,
+                          op->cmd.stdin_len);
+    } else if (proc->stdin_fd >= 0 && op->cmd.stdin_data) {
         struct stdin_job *j = malloc(sizeof(*j));
 
         if (j) {

@@ -641,6 +641,9 @@ void sess_handle_call(struct sess *s, struct call *c)
     case CALL_CHECKPOINT:
         sess_checkpoint_call(s, c);
         return;
+    case CALL_STDIN:
+        sess_write_stdin(s, c);
+        return;
     case CALL_SESSION_COST:
         complete_text(c, core_ledger_session_cost(s->ledger, s->tag));
         return;

@@ -169,6 +169,7 @@ int evolve_new(evolve_t **out, evolve_runtime_t *rt, const evolve_options_t *opt
     }
     ev->no_network = opts->no_network;
     ev->keep_sandbox = opts->keep_sandbox;
+    ev->ask_permission = opts->ask_permission;
     s = calloc(1, sizeof(*s));
     if (!s) {
         rc = core_error_oom();
@@ -347,6 +348,21 @@ static int simple_call(evolve_t *ev, enum call_op op)
     if ((rc = check(ev)) < 0)
         return rc;
     call_init(&c, op);
+    return call_run(ev, &c);
+}
+
+int evolve_write_stdin(evolve_t *ev, const void *data, size_t len)
+{
+    struct call c;
+    int rc;
+
+    if ((rc = check(ev)) < 0)
+        return rc;
+    if (!data || !len)
+        return core_error_set(EVOLVE_EINVAL, "evolve_write_stdin: no data");
+    call_init(&c, CALL_STDIN);
+    c.data = data;
+    c.len = len;
     return call_run(ev, &c);
 }
 

@@ -45,6 +45,7 @@ enum call_op {
     CALL_RUN_COST,
     CALL_SESSION_COST,
     CALL_CHECKPOINT,
+    CALL_STDIN,
     CALL_CLOSE,
 };
 
@@ -149,6 +150,7 @@ struct proc_op {
     struct call *interrupt_waiters;
     char error_tail[1024];  /* last error-update messages and stderr, for classification */
     struct line_events *le; /* the line being parsed (proc.c), NULL between lines */
+    int stdin_fd;           /* kept open for evolve_write_stdin (stdin_keep_open), else -1 */
     size_t error_tail_len;
 };
 
@@ -163,7 +165,7 @@ struct evolve {
     json_t *schema;
     char *tag_prefix, *attach_id, *store_root, *log_dir;
     char **env;
-    bool storage, no_network, keep_sandbox;
+    bool storage, no_network, keep_sandbox, ask_permission;
     evolve_store_t *store; /* open when storage is on */
     atomic_uint_fast64_t seq;
     pthread_mutex_t id_lock; /* guards sandbox_id for evolve_get_session */
@@ -240,6 +242,7 @@ void sess_on_end(struct sess *s, struct end_msg *m);
 void sess_on_timeout(struct sess *s, struct op_msg *m);
 void sess_on_kill_grace(struct sess *s, struct op_msg *m);
 void sess_interrupt(struct sess *s, struct call *c, int signo);
+void sess_write_stdin(struct sess *s, struct call *c);
 void sess_proc_prov_done(struct sess *s, struct prov_done_msg *m);
 void sess_flush_pending(struct sess *s);
 

@@ -408,9 +408,11 @@ static int build_command(struct hns_command *out, const struct hns_run_spec *spe
         rc = hns_command_arg(&cmd, "--mode");
     if (rc == 0)
         rc = hns_command_arg(&cmd, "rpc");
-    /* headless: nobody answers permission prompts until the runtime wires stdin replies */
-    if (rc == 0)
+    /* Headless unless the embedder answers permission requests (evolve_write_stdin with
+     * evolve_autohand_permission_reply): then stdin stays open for the replies. */
+    if (rc == 0 && !spec->ask_permission)
         rc = hns_command_arg(&cmd, "--unrestricted");
+    cmd.stdin_keep_open = true;
     if (rc == 0 && spec->model) {
         rc = hns_command_arg(&cmd, "--model");
         if (rc == 0)

@@ -34,6 +34,8 @@ struct hns_run_spec {
     const char *reasoning;  /* reasoning effort / variant; NULL: default */
     bool resume;            /* continue the previous conversation (spec §2.3) */
     bool offline;           /* add the settings that keep a CLI from calling home */
+    bool ask_permission;    /* the agent asks before risky tools (an embedder answers them);
+                             * false: headless, the CLI's own "allow all" mode */
 };
 
 /* A file the builder wants written (relative to the agent's HOME) before the process starts. */
@@ -52,6 +54,8 @@ struct hns_command {
     size_t files_count;
     char *stdin_data; /* bytes to write on the child's stdin, then close it; may be NULL */
     size_t stdin_len;
+    bool stdin_keep_open; /* stdin stays open after stdin_data for evolve_write_stdin (an
+                           * RPC agent's replies); it closes when the run ends */
 };
 
 /* One agent. Exactly one static const descriptor per src/harness/<agent>.c, listed in
