@@ -254,6 +254,10 @@ static void add_cost(json_t *result, evolve_t *ev)
     json_object_set(result, "costUsd",
                     json_is_number(json_object_get(c, "cost")) ? json_object_get(c, "cost")
                                                                : json_null());
+    /* The task may leave the model to the agent: report the one the run actually used. */
+    if (json_is_null(json_object_get(result, "model")) &&
+        json_is_string(json_object_get(c, "model")))
+        json_object_set(result, "model", json_object_get(c, "model"));
     json_decref(c);
 }
 
