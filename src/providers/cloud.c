@@ -248,6 +248,25 @@ int cloud_pipe_open(struct cloud_pipe **out, int *caller_fd)
     return 0;
 }
 
+int cloud_proc_pipes(struct prov_proc *proc, struct cloud_pipe **out, struct cloud_pipe **err,
+                     struct cloud_pipe **status, bool want_stdin, int *stdin_read, const char *who)
+{
+    int fds[2], rc;
+
+    if ((rc = cloud_pipe_open(out, &proc->stdout_fd)) < 0 ||
+        (rc = cloud_pipe_open(err, &proc->stderr_fd)) < 0 ||
+        (rc = cloud_pipe_open(status, &proc->status_fd)) < 0)
+        return rc;
+    if (!want_stdin)
+        return 0;
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return core_error_set(EVOLVE_EIO, "%s: pipe: %s", who, strerror(errno));
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    *stdin_read = fds[0];
+    proc->stdin_fd = fds[1];
+    return 0;
+}
+
 static void pipe_free(struct io_reactor *r, struct cloud_pipe *p)
 {
     if (p->watch)

@@ -78,6 +78,13 @@ struct cloud_pipe;
 /* Makes a pipe: *caller_fd gets the read end (blocking, CLOEXEC), *out the write end.
  * Returns 0, EVOLVE_ENOMEM or EVOLVE_EIO. @thread any */
 int cloud_pipe_open(struct cloud_pipe **out, int *caller_fd);
+/* The descriptors of a remote command (struct prov_proc): stdout, stderr and status pipes fed
+ * from the reactor, and, when want_stdin, a pipe whose read end (*stdin_read, non-blocking) the
+ * provider drains towards the remote process. `who` prefixes error messages ("e2b exec").
+ * Returns 0, EVOLVE_ENOMEM or EVOLVE_EIO; on error the caller still frees what was opened.
+ * @thread any */
+int cloud_proc_pipes(struct prov_proc *proc, struct cloud_pipe **out, struct cloud_pipe **err,
+                     struct cloud_pipe **status, bool want_stdin, int *stdin_read, const char *who);
 /* Queues bytes (copied). NULL is a no-op. @thread reactor */
 void cloud_pipe_write(struct io_reactor *r, struct cloud_pipe *p, const void *data, size_t len);
 /* Closes the write end once the queued bytes are out and gives the pipe up (it frees itself).

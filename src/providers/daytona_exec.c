@@ -491,21 +491,9 @@ int dt_exec(struct prov_box *box, const struct prov_exec_spec *spec, prov_done_c
     e->proc->stdin_fd = e->proc->stdout_fd = e->proc->stderr_fd = e->proc->status_fd = -1;
     e->proc->id = e->id;
     e->proc->pid = 0; /* Daytona does not say */
-    if ((rc = cloud_pipe_open(&e->out, &e->proc->stdout_fd)) < 0 ||
-        (rc = cloud_pipe_open(&e->err, &e->proc->stderr_fd)) < 0 ||
-        (rc = cloud_pipe_open(&e->st, &e->proc->status_fd)) < 0)
+    rc = cloud_proc_pipes(e->proc, &e->out, &e->err, &e->st, want_stdin, &e->in_fd, "daytona exec");
+    if (rc < 0)
         goto fail;
-    if (want_stdin) {
-        int fds[2];
-
-        if (pipe2(fds, O_CLOEXEC) < 0) {
-            rc = core_error_set(EVOLVE_EIO, "daytona exec: pipe: %s", strerror(errno));
-            goto fail;
-        }
-        fcntl(fds[0], F_SETFL, O_NONBLOCK);
-        e->in_fd = fds[0];
-        e->proc->stdin_fd = fds[1];
-    }
     rc = io_reactor_post(p->r, begin, e);
     if (rc < 0) {
         rc = core_error_set(rc, "daytona exec: the reactor is shutting down");

@@ -482,7 +482,7 @@ int e2b_exec(struct prov_box *box, const struct prov_exec_spec *spec, prov_done_
     bool want_stdin;
     struct exec *e;
     char what[160];
-    int in_wr = -1, rc;
+    int rc;
 
     if (!box || !spec || !spec->argv || !spec->argv[0] || !done)
         return core_error_set(EVOLVE_EINVAL, "e2b exec: box, argv and done are required");
@@ -510,22 +510,9 @@ int e2b_exec(struct prov_box *box, const struct prov_exec_spec *spec, prov_done_
         rc = evolve_error_last()->code;
         goto fail;
     }
-    if ((rc = cloud_pipe_open(&e->out, &e->proc->stdout_fd)) < 0 ||
-        (rc = cloud_pipe_open(&e->err, &e->proc->stderr_fd)) < 0 ||
-        (rc = cloud_pipe_open(&e->st, &e->proc->status_fd)) < 0)
+    rc = cloud_proc_pipes(e->proc, &e->out, &e->err, &e->st, want_stdin, &e->in_fd, "e2b exec");
+    if (rc < 0)
         goto fail;
-    if (want_stdin) {
-        int fds[2];
-
-        if (pipe2(fds, O_CLOEXEC) < 0) {
-            rc = core_error_set(EVOLVE_EIO, "e2b exec: pipe: %s", strerror(errno));
-            goto fail;
-        }
-        fcntl(fds[0], F_SETFL, O_NONBLOCK);
-        e->in_fd = fds[0];
-        in_wr = fds[1];
-        e->proc->stdin_fd = in_wr;
-    }
     rc = io_reactor_post(p->r, stream_post, e);
     if (rc < 0) {
         rc = core_error_set(rc, "e2b exec: the reactor is shutting down");
