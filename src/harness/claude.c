@@ -352,21 +352,11 @@ int hns_claude_parse_line(struct hns_parser *p, const char *line, size_t len)
     struct claude_state *st = p->state;
     struct hns_jdoc *d = &st->doc;
     struct hns_line l;
-    int rc = hns_jdoc_parse(d, line, len), type, v;
-    char why[96];
+    int rc, type, v;
 
-    hns_line_begin(&l, p, d);
-    if (rc == -1) {
-        snprintf(why, sizeof(why), "claude: not JSON (%s)", d->err);
-        return hns_line_unknown(&l, why);
-    }
-    if (rc < 0)
+    rc = hns_line_open(&l, p, d, line, len, "claude");
+    if (rc <= 0)
         return rc;
-    if (hns_jtype(d, 0) != HNS_J_OBJECT)
-        return hns_line_unknown(&l, "claude: line is not a JSON object");
-    if (hns_jtruthy(d, hns_jget(d, 0, "_meta")) || hns_jtruthy(d, hns_jget(d, 0, "_prompt")) ||
-        hns_jget(d, 0, "_sessionEnd") >= 0)
-        return 0; /* our own session-log metadata */
     type = hns_jget(d, 0, "type");
     l.session_id = hns_jget(d, 0, "session_id");
     v = hns_jget(d, 0, "timestamp");

@@ -342,21 +342,11 @@ static int parse_line(struct hns_parser *p, const char *line, size_t len)
     struct gemini_state *st = p->state;
     struct hns_jdoc *d = &st->doc;
     struct hns_line l;
-    int rc = hns_jdoc_parse(d, line, len), type, v;
-    char why[96];
+    int rc, type, v;
 
-    hns_line_begin(&l, p, d);
-    if (rc == -1) {
-        snprintf(why, sizeof(why), "gemini: not JSON (%s)", d->err);
-        return hns_line_unknown(&l, why);
-    }
-    if (rc < 0)
+    rc = hns_line_open(&l, p, d, line, len, "gemini");
+    if (rc <= 0)
         return rc;
-    if (hns_jtype(d, 0) != HNS_J_OBJECT)
-        return hns_line_unknown(&l, "gemini: line is not a JSON object");
-    if (hns_jtruthy(d, hns_jget(d, 0, "_meta")) || hns_jtruthy(d, hns_jget(d, 0, "_prompt")) ||
-        hns_jget(d, 0, "_sessionEnd") >= 0)
-        return 0;
     type = hns_jget(d, 0, "type");
     if (hns_jstreq(d, type, "init")) {
         char *m = dup_tok(d, hns_jget(d, 0, "model")),

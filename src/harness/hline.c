@@ -20,6 +20,29 @@ void hns_line_begin(struct hns_line *l, struct hns_parser *p, struct hns_jdoc *d
     l->emitted = 0;
 }
 
+int hns_line_open(struct hns_line *l, struct hns_parser *p, struct hns_jdoc *d, const char *line,
+                  size_t len, const char *agent)
+{
+    int rc = hns_jdoc_parse(d, line, len);
+    char why[128];
+
+    hns_line_begin(l, p, d);
+    if (rc == -1) {
+        snprintf(why, sizeof(why), "%s: not JSON (%s)", agent, d->err);
+        return hns_line_unknown(l, why);
+    }
+    if (rc < 0)
+        return rc;
+    if (hns_jtype(d, 0) != HNS_J_OBJECT) {
+        snprintf(why, sizeof(why), "%s: line is not a JSON object", agent);
+        return hns_line_unknown(l, why);
+    }
+    if (hns_jtruthy(d, hns_jget(d, 0, "_meta")) || hns_jtruthy(d, hns_jget(d, 0, "_prompt")) ||
+        hns_jget(d, 0, "_sessionEnd") >= 0)
+        return 0; /* our own session-log metadata */
+    return 1;
+}
+
 void hns_line_end(struct hns_line *l)
 {
     json_decref(l->extra);

@@ -30,6 +30,13 @@ struct hns_line {
 };
 
 void hns_line_begin(struct hns_line *l, struct hns_parser *p, struct hns_jdoc *d);
+
+/* The prologue every jdoc-based parser runs on a line: begins `l`, tokenizes the line, turns a
+ * non-JSON line or a non-object into an `unknown` update (reason prefixed with `agent`), and
+ * skips evolve's own session-log metadata (_meta, _prompt, _sessionEnd). Returns 1 when the line
+ * is a JSON object for the parser to handle, else what the parser should return (0 or < 0). */
+int hns_line_open(struct hns_line *l, struct hns_parser *p, struct hns_jdoc *d, const char *line,
+                  size_t len, const char *agent);
 void hns_line_end(struct hns_line *l);
 
 /* Wraps `update` (stolen) in the line's envelope and emits it. 0 or EVOLVE_ENOMEM. */
